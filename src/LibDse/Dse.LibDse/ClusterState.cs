@@ -1,0 +1,18 @@
+namespace Dse;
+
+/// <summary>A snapshot of what the coordinator tells participants: world-line, recent decisions and the boundary.</summary>
+/// <param name="Epoch">Increases with every change; used to wait for the next change.</param>
+/// <param name="WorldLine">The current world-line (0 before any failure).</param>
+/// <param name="Decisions">Recent rollback decisions in world-line order.</param>
+/// <param name="Committed">The recoverable boundary: per participant, the highest version that can never roll back.</param>
+public sealed record ClusterState(long Epoch, long WorldLine, IReadOnlyList<RollbackDecision> Decisions, IReadOnlyDictionary<long, long> Committed)
+{
+    /// <summary>The state of a cluster that has seen nothing yet.</summary>
+    public static ClusterState Empty { get; } = new(0, 0, [], new Dictionary<long, long>());
+
+    /// <summary>The committed (recoverable) version of <paramref name="objectId"/>, 0 if none.</summary>
+    public long CommittedVersion(long objectId) => Committed.TryGetValue(objectId, out long v) ? v : 0;
+
+    /// <summary>Whether <paramref name="dependency"/> lies inside the recoverable boundary.</summary>
+    public bool IsCommitted(Dependency dependency) => dependency.Version <= CommittedVersion(dependency.ObjectId);
+}

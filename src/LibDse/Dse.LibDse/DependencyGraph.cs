@@ -1,0 +1,291 @@
+namespace Dse;
+
+/// <summary>
+/// The coordinator's view of the dependency graph: per participant, the committed version and the reported but
+/// uncommitted versions with their fragments. Computes the recoverable boundary and rollback cuts as the greatest
+/// closure of persisted, prefix-closed version sets. Not thread-safe: the owning coordinator serializes access.
+/// </summary>
+public sealed class DependencyGraph
+{
+    private readonly Dictionary<long, Participant> _participants = [];
+
+    /// <summary>Registered participant ids.</summary>
+    public IEnumerable<long> ParticipantIds => _participants.Keys;
+
+    /// <summary>Whether <paramref name="objectId"/> is registered.</summary>
+    public bool Contains(long objectId) => _participants.ContainsKey(objectId);
+
+    /// <summary>Registers a participant with nothing reported yet.</summary>
+    public void AddParticipant(long objectId) => _participants.TryAdd(objectId, new Participant(objectId));
+
+    /// <summary>The committed (recoverable) version of a participant.</summary>
+    public long CommittedVersion(long objectId) => _participants.TryGetValue(objectId, out var p) ? p.Committed : 0;
+
+    /// <summary>The highest version known persisted (committed or not).</summary>
+    public long LatestVersion(long objectId) => _participants.TryGetValue(objectId, out var p) ? p.Latest : 0;
+
+    /// <summary>Number of uncommitted versions held, over all participants.</summary>
+    public int UncommittedCount
+    {
+        get
+        {
+            int n = 0;
+            foreach (var p in _participants.Values)
+            {
+                n += p.Uncommitted.Count;
+            }
+
+            return n;
+        }
+    }
+
+    /// <summary>The committed version of every participant.</summary>
+    public Dictionary<long, long> CommittedSnapshot()
+    {
+        var result = new Dictionary<long, long>(_participants.Count);
+        foreach (var p in _participants.Values)
+        {
+            result[p.Id] = p.Committed;
+        }
+
+        return result;
+    }
+
+    /// <summary>
+    /// Whether a report of <paramref name="version"/> persisted in <paramref name="worldLine"/> belongs to a lineage a
+    /// later decision removed (it lies above that decision's cut and the participant did not keep it).
+    /// </summary>
+    public bool IsStale(long objectId, long version, long worldLine, IReadOnlyList<RollbackDecision> decisions)
+    {
+        ArgumentNullException.ThrowIfNull(decisions);
+        if (!_participants.TryGetValue(objectId, out var p))
+        {
+            return false;
+        }
+
+        foreach (var d in decisions)
+        {
+            if (d.WorldLine <= worldLine)
+            {
+                continue;
+            }
+
+            long cut = d.Cut.TryGetValue(objectId, out long c) ? c : long.MaxValue;
+            if (version <= cut)
+            {
+                continue;
+            }
+
+            long kept = p.KeptThrough.TryGetValue(d.WorldLine, out long k) ? k : cut;
+            if (version > kept)
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>Adds a reported version; reports at or below the committed version, or already present, are duplicates.</summary>
+    public ReportOutcome Add(long objectId, VersionReport report)
+    {
+        ArgumentNullException.ThrowIfNull(report);
+        if (!_participants.TryGetValue(objectId, out var p))
+        {
+            throw new DseCoordinatorException($"Participant {objectId} is not registered.");
+        }
+
+        if (report.Version <= p.Committed)
+        {
+            return ReportOutcome.Duplicate;
+        }
+
+        int index = p.IndexOf(report.Version);
+        if (index >= 0)
+        {
+            return ReportOutcome.Duplicate;
+        }
+
+        var deps = new Dependency[report.Dependencies.Count];
+        for (int i = 0; i < deps.Length; i++)
+        {
+            deps[i] = report.Dependencies[i];
+        }
+
+        p.Insert(~index, new Node(report.Version, report.WorldLine, deps));
+        return ReportOutcome.Accepted;
+    }
+
+    /// <summary>Replaces a restarted participant's uncommitted versions with what its storage reports.</summary>
+    public void ReplaceUncommitted(long objectId, IEnumerable<VersionReport> persisted)
+    {
+        ArgumentNullException.ThrowIfNull(persisted);
+        var p = _participants[objectId];
+        p.Uncommitted.Clear();
+        foreach (var r in persisted)
+        {
+            Add(objectId, r);
+        }
+    }
+
+    /// <summary>Records that a participant applied the decision of <paramref name="worldLine"/> keeping versions up to <paramref name="keptThrough"/>.</summary>
+    public void Acknowledge(long objectId, long worldLine, long keptThrough)
+    {
+        if (!_participants.TryGetValue(objectId, out var p))
+        {
+            throw new DseCoordinatorException($"Participant {objectId} is not registered.");
+        }
+
+        p.KeptThrough[worldLine] = keptThrough;
+    }
+
+    /// <summary>
+    /// The greatest closure: per participant, the highest version v such that all its versions up to v are persisted
+    /// and every dependency of them is inside the closure too. Dependencies on unknown or unreported versions dangle.
+    /// </summary>
+    /// <param name="overrides">Caps on a participant's candidate (a restarted participant's surviving storage).</param>
+    public Dictionary<long, long> ComputeClosure(IReadOnlyDictionary<long, long>? overrides = null)
+    {
+        var c = new Dictionary<long, long>(_participants.Count);
+        foreach (var p in _participants.Values)
+        {
+            long candidate = p.Latest;
+            if (overrides is not null && overrides.TryGetValue(p.Id, out long cap) && cap < candidate)
+            {
+                candidate = Math.Max(cap, p.Committed);
+            }
+
+            c[p.Id] = candidate;
+        }
+
+        // Candidates only ever decrease, so the fixpoint iteration terminates.
+        bool changed = true;
+        while (changed)
+        {
+            changed = false;
+            foreach (var p in _participants.Values)
+            {
+                long limit = c[p.Id];
+                for (int i = 0; i < p.Uncommitted.Count && p.Uncommitted[i].Version <= limit; i++)
+                {
+                    if (!AllInside(p.Id, p.Uncommitted[i].Dependencies, c))
+                    {
+                        c[p.Id] = i == 0 ? p.Committed : p.Uncommitted[i - 1].Version;
+                        changed = true;
+                        break;
+                    }
+                }
+            }
+        }
+
+        return c;
+    }
+
+    /// <summary>Advances every participant's committed version to the current closure; returns whether anything moved.</summary>
+    public bool AdvanceCommitted()
+    {
+        var closure = ComputeClosure();
+        bool moved = false;
+        foreach (var p in _participants.Values)
+        {
+            long target = closure[p.Id];
+            if (target > p.Committed)
+            {
+                p.Commit(target);
+                moved = true;
+            }
+        }
+
+        return moved;
+    }
+
+    /// <summary>Applies a decision to the view: drops every uncommitted version above each participant's cut.</summary>
+    public void Apply(RollbackDecision decision)
+    {
+        ArgumentNullException.ThrowIfNull(decision);
+        foreach (var p in _participants.Values)
+        {
+            long cut = decision.CutFor(p.Id);
+            if (cut < p.Committed)
+            {
+                throw new InvalidOperationException($"Decision {decision.WorldLine} would roll participant {p.Id} back below its committed version {p.Committed}.");
+            }
+
+            p.Uncommitted.RemoveAll(n => n.Version > cut);
+        }
+    }
+
+    private static bool AllInside(long self, Dependency[] deps, Dictionary<long, long> c)
+    {
+        foreach (var d in deps)
+        {
+            if (d.ObjectId == self)
+            {
+                continue;
+            }
+
+            long limit = c.TryGetValue(d.ObjectId, out long v) ? v : 0;
+            if (d.Version > limit)
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
+    private sealed record Node(long Version, long WorldLine, Dependency[] Dependencies);
+
+    private sealed class Participant(long id)
+    {
+        public long Id { get; } = id;
+
+        public long Committed { get; private set; }
+
+        // Sorted by version; every entry is above Committed.
+        public List<Node> Uncommitted { get; } = [];
+
+        public Dictionary<long, long> KeptThrough { get; } = [];
+
+        public long Latest => Uncommitted.Count > 0 ? Uncommitted[^1].Version : Committed;
+
+        public int IndexOf(long version)
+        {
+            int lo = 0, hi = Uncommitted.Count - 1;
+            while (lo <= hi)
+            {
+                int mid = (lo + hi) >>> 1;
+                long v = Uncommitted[mid].Version;
+                if (v == version)
+                {
+                    return mid;
+                }
+
+                if (v < version)
+                {
+                    lo = mid + 1;
+                }
+                else
+                {
+                    hi = mid - 1;
+                }
+            }
+
+            return ~lo;
+        }
+
+        public void Insert(int index, Node node) => Uncommitted.Insert(index, node);
+
+        public void Commit(long version)
+        {
+            Committed = version;
+            int n = 0;
+            while (n < Uncommitted.Count && Uncommitted[n].Version <= version)
+            {
+                n++;
+            }
+
+            Uncommitted.RemoveRange(0, n);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+using Microsoft.Extensions.Logging;
+
+namespace Dse;
+
+/// <summary>Log messages of the LibDse runtime; event ids 1000-1099.</summary>
+internal static partial class DseLog
+{
+    [LoggerMessage(EventId = 1000, Level = LogLevel.Information, Message = "StateObject {ObjectId} connected: restored version {Version}, world-line {WorldLine}, restart {IsRestart}")]
+    public static partial void Connected(ILogger logger, long objectId, long version, long worldLine, bool isRestart);
+
+    [LoggerMessage(EventId = 1001, Level = LogLevel.Warning, Message = "StateObject {ObjectId} rolled back to version {Version} for world-line {WorldLine}")]
+    public static partial void RolledBack(ILogger logger, long objectId, long version, long worldLine);
+
+    [LoggerMessage(EventId = 1002, Level = LogLevel.Information, Message = "StateObject {ObjectId} kept its state through world-line {WorldLine}: nothing it holds depends on lost state")]
+    public static partial void RollbackSkipped(ILogger logger, long objectId, long worldLine);
+
+    [LoggerMessage(EventId = 1003, Level = LogLevel.Error, Message = "StateObject {ObjectId} faulted; restart it on the same storage")]
+    public static partial void Faulted(ILogger logger, long objectId, Exception exception);
+
+    [LoggerMessage(EventId = 1004, Level = LogLevel.Warning, Message = "StateObject {ObjectId} could not reach the coordinator; retrying")]
+    public static partial void CoordinatorUnavailable(ILogger logger, long objectId, Exception exception);
+
+    [LoggerMessage(EventId = 1005, Level = LogLevel.Debug, Message = "StateObject {ObjectId}: report of version {Version} was {Outcome}")]
+    public static partial void ReportOutcome(ILogger logger, long objectId, long version, ReportOutcome outcome);
+}

@@ -1,0 +1,30 @@
+namespace Dse;
+
+/// <summary>
+/// The coordinator as participants see it. Implemented in process (<see cref="InProcessCoordinator"/>) and, out of
+/// process, by a gRPC client; the runtime calls nothing else, so either drops in.
+/// </summary>
+public interface IDseCoordinator
+{
+    /// <summary>
+    /// Registers a participant, or, if the id is already registered, treats the call as a restart after a failure:
+    /// computes and persists a rollback decision under a new world-line before answering.
+    /// </summary>
+    ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default);
+
+    /// <summary>Reports a durably persisted version with its dependency fragment.</summary>
+    /// <exception cref="DseCoordinatorException">The participant is unknown or the report is malformed.</exception>
+    ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Tells the coordinator a participant finished applying the decision of <paramref name="worldLine"/> and kept its
+    /// versions up to <paramref name="keptThrough"/> (its cut, or more when nothing it held depended on lost state).
+    /// </summary>
+    ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default);
+
+    /// <summary>The current cluster state.</summary>
+    ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default);
+
+    /// <summary>Completes with the cluster state once its epoch is greater than <paramref name="knownEpoch"/>.</summary>
+    ValueTask<ClusterState> WaitForChangeAsync(long knownEpoch, CancellationToken cancellationToken = default);
+}

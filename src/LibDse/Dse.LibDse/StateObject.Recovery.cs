@@ -1,0 +1,328 @@
+namespace Dse;
+
+/// <summary>Connecting, following the coordinator, applying rollback decisions and pruning.</summary>
+public abstract partial class StateObject
+{
+    /// <summary>
+    /// Connects to the coordinator; must be called exactly once before anything else. Lists the stored versions,
+    /// registers them, and restores the version the coordinator names: the latest one after a clean start, or the
+    /// surviving one after a restart, which the coordinator treats as a failure and answers with a rollback decision.
+    /// </summary>
+    /// <exception cref="DseHeaderFormatException">Stored version metadata is corrupt.</exception>
+    public async ValueTask ConnectAsync(IDseCoordinator coordinator, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(coordinator);
+        await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            if (_coordinator is not null)
+            {
+                throw new InvalidOperationException($"StateObject {Id} is already connected; Connect must be called exactly once.");
+            }
+
+            var listed = await ListVersionsAsync(cancellationToken).ConfigureAwait(false);
+            var reports = new List<VersionReport>(listed.Count);
+            long highest = 0;
+            foreach (var v in listed)
+            {
+                if (v.Version <= highest)
+                {
+                    throw new InvalidOperationException($"StateObject {Id}: ListVersions returned version {v.Version} after {highest}; versions must be positive and ascending.");
+                }
+
+                reports.Add(VersionMetadata.Decode(v.Version, v.Metadata.Span));
+                highest = v.Version;
+            }
+
+            var response = await coordinator.ConnectAsync(new ConnectRequest(Id, reports), cancellationToken).ConfigureAwait(false);
+            await RestoreAsync(response.RestoreVersion, cancellationToken).ConfigureAwait(false);
+
+            long committed = response.State.CommittedVersion(Id);
+            lock (_book)
+            {
+                _records.Clear();
+                foreach (var r in reports)
+                {
+                    if (r.Version > committed && r.Version <= response.RestoreVersion)
+                    {
+                        _records.Add(new VersionRecord(r.Version, r.WorldLine, [.. r.Dependencies]) { Durable = true, Reported = true });
+                    }
+                }
+            }
+
+            // Versions never repeat: even numbers used only in memory before a crash stay used.
+            _version = Math.Max(highest, response.RestoreVersion) + 1;
+            _worldLine = response.WorldLine;
+            _deps = new DependencySet();
+            _pruned = committed;
+            _view = response.State;
+            _lastAdvanceTimestamp = _options.TimeProvider.GetTimestamp();
+            _coordinator = coordinator;
+            DseLog.Connected(_logger, Id, response.RestoreVersion, response.WorldLine, response.IsRestart);
+        }
+        finally
+        {
+            _writer.Release();
+        }
+
+        if (_options.RunBackgroundTasks)
+        {
+            _stop = new CancellationTokenSource();
+            _background = Task.WhenAll(Task.Run(() => AdvanceLoopAsync(_stop.Token), CancellationToken.None), Task.Run(() => FollowLoopAsync(_stop.Token), CancellationToken.None));
+        }
+    }
+
+    /// <summary>
+    /// Does the runtime's periodic work once: applies the coordinator's decisions and boundary, reports durable versions,
+    /// and advances the version if the group-commit period has passed and anything changed. The background tasks call
+    /// this on their own unless <see cref="DseOptions.RunBackgroundTasks"/> is off.
+    /// </summary>
+    public async ValueTask RefreshAsync(CancellationToken cancellationToken = default)
+    {
+        ThrowIfNotReady();
+        var state = await _coordinator!.GetStateAsync(cancellationToken).ConfigureAwait(false);
+        await ApplyClusterStateAsync(state, cancellationToken).ConfigureAwait(false);
+        await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+        if (_options.TimeProvider.GetElapsedTime(_lastAdvanceTimestamp) >= _options.GroupCommitPeriod)
+        {
+            await AdvanceCoreAsync(0, AdvanceReason.Periodic, cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Applies a cluster state: pending rollback decisions in world-line order, then the boundary.</summary>
+    internal async ValueTask ApplyClusterStateAsync(ClusterState state, CancellationToken cancellationToken)
+    {
+        if (state.Epoch <= _view.Epoch && state.WorldLine <= WorldLine)
+        {
+            return;
+        }
+
+        long expected = WorldLine + 1;
+        foreach (var decision in state.Decisions)
+        {
+            if (decision.WorldLine < expected)
+            {
+                continue;
+            }
+
+            if (decision.WorldLine > expected)
+            {
+                break;
+            }
+
+            await ApplyDecisionAsync(decision, cancellationToken).ConfigureAwait(false);
+            expected = decision.WorldLine + 1;
+        }
+
+        if (state.WorldLine >= expected)
+        {
+            // Recovery sequencing: a decision we never saw cannot be skipped.
+            SetFault(new DseFaultedException($"StateObject {Id} missed the rollback decision of world-line {expected} (the coordinator no longer retains it); restart it."));
+            ThrowIfNotReady();
+        }
+
+        if (state.Epoch > _view.Epoch)
+        {
+            _view = state;
+            Interlocked.Exchange(ref _viewChanged, NewSignal()).TrySetResult();
+        }
+
+        long committed = state.CommittedVersion(Id);
+        if (committed > Volatile.Read(ref _pruned))
+        {
+            await PruneAsync(committed, cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    private async ValueTask ApplyDecisionAsync(RollbackDecision decision, CancellationToken cancellationToken)
+    {
+        long keptThrough;
+        bool restored;
+        await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfNotReady();
+            if (decision.WorldLine <= _worldLine)
+            {
+                return;
+            }
+
+            if (decision.FailedObjectId == Id)
+            {
+                // Our id restarted elsewhere: this instance is a superseded incarnation and must stop.
+                var error = new DseFaultedException($"StateObject {Id} was superseded: a newer incarnation connected (world-line {decision.WorldLine}).");
+                SetFault(error);
+                throw error;
+            }
+
+            await _gate.CloseAsync().ConfigureAwait(false);
+            try
+            {
+                long cut = decision.CutFor(Id);
+                restored = !CanKeep(decision, cut);
+                if (restored)
+                {
+                    lock (_book)
+                    {
+                        _records.RemoveAll(r => r.Version > cut);
+                    }
+
+                    await RestoreAsync(cut, cancellationToken).ConfigureAwait(false);
+
+                    // The current number was used by lost actions' headers: start a fresh one.
+                    _version++;
+                    _deps = new DependencySet();
+                    keptThrough = cut;
+                }
+                else
+                {
+                    lock (_book)
+                    {
+                        // Versions above the cut were refused as stale while the decision was pending: report them again.
+                        foreach (var r in _records)
+                        {
+                            if (r.Version > cut)
+                            {
+                                r.Reported = false;
+                            }
+                        }
+                    }
+
+                    keptThrough = _version;
+                }
+
+                Volatile.Write(ref _worldLine, decision.WorldLine);
+                await _coordinator!.AcknowledgeRollbackAsync(Id, decision.WorldLine, keptThrough, cancellationToken).ConfigureAwait(false);
+            }
+            finally
+            {
+                _gate.Open();
+            }
+        }
+        finally
+        {
+            _writer.Release();
+        }
+
+        if (restored)
+        {
+            DseTelemetry.Rollbacks.Add(1);
+            DseLog.RolledBack(_logger, Id, keptThrough, decision.WorldLine);
+        }
+        else
+        {
+            DseTelemetry.RollbacksSkipped.Add(1);
+            DseLog.RollbackSkipped(_logger, Id, decision.WorldLine);
+        }
+
+        await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// The paper's optimization: state above the cut may stay when nothing in it (persisted or in memory) depends on a
+    /// version the decision does not keep. Called with the gate closed.
+    /// </summary>
+    private bool CanKeep(RollbackDecision decision, long cut)
+    {
+        lock (_book)
+        {
+            foreach (var r in _records)
+            {
+                if (r.Version <= cut)
+                {
+                    continue;
+                }
+
+                foreach (var d in r.Dependencies)
+                {
+                    if (!decision.Survives(d))
+                    {
+                        return false;
+                    }
+                }
+            }
+        }
+
+        foreach (var d in _deps.ToArray())
+        {
+            if (!decision.Survives(d))
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
+    private async ValueTask PruneAsync(long committed, CancellationToken cancellationToken)
+    {
+        await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            if (committed <= _pruned || Volatile.Read(ref _fault) is not null)
+            {
+                return;
+            }
+
+            lock (_book)
+            {
+                _records.RemoveAll(r => r.Version <= committed);
+            }
+
+            // The committed version itself stays: it is the point any future rollback restores at the earliest.
+            Prune(committed - 1);
+            Volatile.Write(ref _pruned, committed);
+        }
+        finally
+        {
+            _writer.Release();
+        }
+    }
+
+    private async Task AdvanceLoopAsync(CancellationToken cancellationToken)
+    {
+        using var timer = new PeriodicTimer(_options.GroupCommitPeriod, _options.TimeProvider);
+        while (await timer.WaitForNextTickAsync(cancellationToken).ConfigureAwait(false))
+        {
+            if (Volatile.Read(ref _fault) is not null)
+            {
+                return;
+            }
+
+            try
+            {
+                await AdvanceCoreAsync(0, AdvanceReason.Periodic, cancellationToken).ConfigureAwait(false);
+                await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
+            {
+                DseLog.CoordinatorUnavailable(_logger, Id, ex);
+            }
+            catch (Exception ex) when (ex is not OperationCanceledException)
+            {
+                return;
+            }
+        }
+    }
+
+    private async Task FollowLoopAsync(CancellationToken cancellationToken)
+    {
+        while (!cancellationToken.IsCancellationRequested && Volatile.Read(ref _fault) is null)
+        {
+            try
+            {
+                var state = await _coordinator!.WaitForChangeAsync(_view.Epoch, cancellationToken).ConfigureAwait(false);
+                await ApplyClusterStateAsync(state, cancellationToken).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
+            {
+                DseLog.CoordinatorUnavailable(_logger, Id, ex);
+                await Task.Delay(_options.GroupCommitPeriod, _options.TimeProvider, cancellationToken).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is not OperationCanceledException)
+            {
+                return;
+            }
+        }
+    }
+}

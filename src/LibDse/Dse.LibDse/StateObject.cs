@@ -1,0 +1,566 @@
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Dse;
+
+/// <summary>
+/// A unit of application state under distributed speculative execution. Subclasses say how to persist and restore the
+/// state (Persist / Restore / Prune / ListVersions); the runtime decides when, tracks the dependencies of each version
+/// through the headers of the messages the state's actions consume and produce, and rolls the state back when the
+/// coordinator decides so after a failure.
+/// </summary>
+/// <remarks>
+/// The runtime never runs Persist or Restore concurrently with an action or with each other. Actions run concurrently
+/// with each other: state touched by several must be thread-safe on its own. Actions on the same StateObject must not
+/// nest (an action waiting for another to start would wait for a version advance that waits for it).
+/// </remarks>
+public abstract partial class StateObject : IAsyncDisposable
+{
+    private readonly DseOptions _options;
+    private readonly ILogger _logger;
+    private readonly ActionGate _gate = new();
+
+    // The single writer of the gate: version advances, rollbacks, prunes. Held while the gate is closed.
+    private readonly SemaphoreSlim _writer = new(1, 1);
+
+    // Serializes reports so the coordinator sees versions in order.
+    private readonly SemaphoreSlim _reporting = new(1, 1);
+
+    // Guards _records. Never taken on the action path.
+    private readonly Lock _book = new();
+
+    // Versions handed to Persist and not yet committed, ascending. Guarded by _book.
+    private readonly List<VersionRecord> _records = [];
+
+    // Written only by the writer while the gate is closed; read inside actions, where they cannot change.
+    private long _version;
+    private long _worldLine;
+    private DependencySet _deps = new();
+    private int _dirty;
+
+    private volatile ClusterState _view = ClusterState.Empty;
+    private TaskCompletionSource _viewChanged = NewSignal();
+    private IDseCoordinator? _coordinator;
+    private Exception? _fault;
+    private long _lastAdvanceTimestamp;
+    private long _pruned;
+    private CancellationTokenSource? _stop;
+    private Task? _background;
+
+    /// <summary>Creates the StateObject; call <see cref="ConnectAsync"/> before anything else.</summary>
+    /// <exception cref="ArgumentException">The options are invalid; the message names the option.</exception>
+    protected StateObject(DseOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate();
+        _options = options;
+        _logger = options.LoggerFactory?.CreateLogger(GetType()) ?? NullLogger.Instance;
+    }
+
+    /// <summary>The predetermined id.</summary>
+    public long Id => _options.ObjectId;
+
+    /// <summary>The options the StateObject runs with.</summary>
+    public DseOptions Options => _options;
+
+    /// <summary>The current, in-memory version: what actions running now belong to.</summary>
+    public long CurrentVersion => Volatile.Read(ref _version);
+
+    /// <summary>The world-line this StateObject is in.</summary>
+    public long WorldLine => Volatile.Read(ref _worldLine);
+
+    /// <summary>The highest own version inside the recoverable boundary, as last heard from the coordinator.</summary>
+    public long CommittedVersion => _view.CommittedVersion(Id);
+
+    /// <summary>The cluster state as last heard from the coordinator.</summary>
+    public ClusterState ClusterView => _view;
+
+    /// <summary>Whether <see cref="ConnectAsync"/> has completed.</summary>
+    public bool IsConnected => _coordinator is not null;
+
+    /// <summary>The error that faulted this StateObject, if any.</summary>
+    public Exception? Fault => Volatile.Read(ref _fault);
+
+    /// <summary>
+    /// Persists the current state as <paramref name="version"/> together with <paramref name="metadata"/>, and calls
+    /// <paramref name="completion"/> once durable. May return before the write is durable, but must have captured the
+    /// state by then: actions resume as soon as it returns.
+    /// </summary>
+    protected abstract void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion);
+
+    /// <summary>
+    /// Loads <paramref name="version"/> (0: the initial, empty state) and returns its metadata (empty for 0). Called after
+    /// a restart and on a rollback; afterwards no later version may be listed by <see cref="ListVersionsAsync"/>, even
+    /// after a crash, including any Persist still in flight.
+    /// </summary>
+    protected abstract ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken);
+
+    /// <summary>Signals that <paramref name="version"/> and every earlier version will never be restored again.</summary>
+    protected abstract void Prune(long version);
+
+    /// <summary>Lists every unpruned, durable version with its metadata, in ascending order.</summary>
+    protected abstract ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Starts an action that consumes a message carrying <paramref name="header"/>, if it can start now. On
+    /// <see cref="StartActionStatus.Accepted"/> the caller must end it with <see cref="EndAction"/>.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">Not connected, or faulted (<see cref="DseFaultedException"/>).</exception>
+    public StartActionStatus TryStartAction(in DseHeader header)
+    {
+        ThrowIfNotReady();
+        if (!_gate.TryEnter())
+        {
+            return StartActionStatus.Blocked;
+        }
+
+        long worldLine = _worldLine;
+        if (header.Kind == DseHeaderKind.None)
+        {
+            return StartActionStatus.Accepted;
+        }
+
+        if (header.WorldLine != worldLine)
+        {
+            _gate.Exit();
+            if (header.WorldLine < worldLine)
+            {
+                DseTelemetry.MessagesDiscarded.Add(1);
+                return StartActionStatus.Discard;
+            }
+
+            return StartActionStatus.WorldLineBehind;
+        }
+
+        long version = _version;
+        var view = _view;
+        var deps = _deps;
+        if (header.Kind == DseHeaderKind.Origin)
+        {
+            var origin = header.Origin;
+            if (origin.Version > version)
+            {
+                _gate.Exit();
+                return StartActionStatus.VersionBehind;
+            }
+
+            if (origin.ObjectId != Id && origin.Version > view.CommittedVersion(origin.ObjectId))
+            {
+                deps.Add(origin.ObjectId, origin.Version);
+            }
+
+            return StartActionStatus.Accepted;
+        }
+
+        var set = header.Dependencies;
+        for (int i = 0; i < set.Length; i++)
+        {
+            if (set[i].Version > version)
+            {
+                _gate.Exit();
+                return StartActionStatus.VersionBehind;
+            }
+        }
+
+        for (int i = 0; i < set.Length; i++)
+        {
+            var d = set[i];
+            if (d.ObjectId != Id && d.Version > view.CommittedVersion(d.ObjectId))
+            {
+                deps.Add(d.ObjectId, d.Version);
+            }
+        }
+
+        return StartActionStatus.Accepted;
+    }
+
+    /// <summary>
+    /// Starts an action that consumes a message carrying <paramref name="header"/>, waiting as the protocol requires
+    /// (for a version advance or a pending rollback). Returns <c>false</c> if the message comes from rolled-back state
+    /// and must be discarded; on <c>true</c> end the action with <see cref="EndAction"/>.
+    /// </summary>
+    public ValueTask<bool> StartActionAsync(DseHeader header, CancellationToken cancellationToken = default)
+    {
+        var status = TryStartAction(header);
+        return status switch
+        {
+            StartActionStatus.Accepted => new ValueTask<bool>(true),
+            StartActionStatus.Discard => new ValueTask<bool>(false),
+            _ => StartActionSlowAsync(header, status, cancellationToken),
+        };
+    }
+
+    /// <summary>Parses <paramref name="header"/> and starts an action consuming it; see <see cref="StartActionAsync(DseHeader, CancellationToken)"/>.</summary>
+    /// <exception cref="DseHeaderFormatException">The header is malformed or truncated.</exception>
+    public ValueTask<bool> StartActionAsync(ReadOnlyMemory<byte> header, CancellationToken cancellationToken = default) =>
+        StartActionAsync(header.IsEmpty ? default : DseHeader.Parse(header.Span), cancellationToken);
+
+    /// <summary>Starts an action that consumes no message, if no version advance or rollback holds the StateObject.</summary>
+    public bool TryStartLocalAction()
+    {
+        ThrowIfNotReady();
+        return _gate.TryEnter();
+    }
+
+    /// <summary>Starts an action that consumes no message; end it with <see cref="EndAction"/>.</summary>
+    public ValueTask StartLocalActionAsync(CancellationToken cancellationToken = default) =>
+        TryStartLocalAction() ? ValueTask.CompletedTask : StartLocalSlowAsync(cancellationToken);
+
+    /// <summary>Ends the current action and returns the header for the messages it produced.</summary>
+    public DseHeader EndAction()
+    {
+        var header = DseHeader.FromOrigin(Id, _worldLine, _version);
+        if (Volatile.Read(ref _dirty) == 0)
+        {
+            Volatile.Write(ref _dirty, 1);
+        }
+
+        _gate.Exit();
+        return header;
+    }
+
+    /// <summary>
+    /// Ends the current action. Speculative mode: returns the header at once. Non-speculative mode: first persists the
+    /// action's version and waits until it is recoverable, so nothing leaves before it is durable.
+    /// </summary>
+    /// <exception cref="DseRolledBackException">Non-speculative mode: the action's version was rolled back while waiting.</exception>
+    public ValueTask<DseHeader> EndActionAsync(CancellationToken cancellationToken = default)
+    {
+        var header = EndAction();
+        return _options.Speculative ? new ValueTask<DseHeader>(header) : CommitThenReturnAsync(header, cancellationToken);
+    }
+
+    /// <summary>
+    /// Suspends the current action and returns an sthread carrying its dependencies (the current vertex), for work that
+    /// must not block persistence: long calls, retries, waiting. Must be called inside an action, which it ends.
+    /// </summary>
+    public Sthread Detach()
+    {
+        var sthread = new Sthread(this, _worldLine, new Dependency(Id, _version));
+        EndAction();
+        return sthread;
+    }
+
+    /// <summary>
+    /// Merges a detached sthread back: starts an action that consumes its dependencies. Returns <c>false</c> (and starts
+    /// nothing) if the state the sthread came from, or anything it observed, was rolled back: discard the sthread.
+    /// </summary>
+    public ValueTask<bool> MergeAsync(Sthread sthread, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(sthread);
+        return sthread.TryCatchUp() ? StartActionAsync(sthread.CurrentHeader(), cancellationToken) : new ValueTask<bool>(false);
+    }
+
+    /// <summary>Like <see cref="MergeAsync"/> without waiting; <see cref="StartActionStatus.Discard"/> if the sthread was rolled back.</summary>
+    public StartActionStatus TryMerge(Sthread sthread)
+    {
+        ArgumentNullException.ThrowIfNull(sthread);
+        return sthread.TryCatchUp() ? TryStartAction(sthread.CurrentHeader()) : StartActionStatus.Discard;
+    }
+
+    /// <summary>Persists the current version now (even if nothing changed) and starts the next one.</summary>
+    public ValueTask AdvanceVersionAsync(CancellationToken cancellationToken = default) =>
+        AdvanceCoreAsync(0, AdvanceReason.Explicit, cancellationToken);
+
+    /// <summary>
+    /// Makes the current version at least <paramref name="version"/> (commit ordering: a message from a higher version
+    /// can only be received once the local version caught up), persisting the current version if it must move.
+    /// </summary>
+    public ValueTask AdvanceVersionToAsync(long version, CancellationToken cancellationToken = default) =>
+        Volatile.Read(ref _version) >= version ? ValueTask.CompletedTask : AdvanceCoreAsync(version, AdvanceReason.CommitOrdering, cancellationToken);
+
+    /// <summary>Completes when the cluster view changes after <paramref name="knownEpoch"/> (or at once if it already has).</summary>
+    public Task WaitForViewChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
+    {
+        var signal = Volatile.Read(ref _viewChanged);
+        return _view.Epoch > knownEpoch ? Task.CompletedTask : signal.Task.WaitAsync(cancellationToken);
+    }
+
+    /// <summary>
+    /// Waits until own version <paramref name="version"/> is inside the recoverable boundary.
+    /// </summary>
+    /// <exception cref="DseRolledBackException">The version was rolled back before it became recoverable.</exception>
+    public async ValueTask WaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken = default)
+    {
+        while (true)
+        {
+            var view = _view;
+            if (view.CommittedVersion(Id) >= version)
+            {
+                return;
+            }
+
+            foreach (var d in view.Decisions)
+            {
+                if (d.WorldLine > worldLine && !d.Survives(new Dependency(Id, version)))
+                {
+                    throw new DseRolledBackException(d.WorldLine, new Dependency(Id, version));
+                }
+            }
+
+            await WaitForViewChangeAsync(view.Epoch, cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Stops the background tasks. Outstanding persists are not waited for; the StateObject cannot be used afterwards.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        await DisposeAsyncCore().ConfigureAwait(false);
+        GC.SuppressFinalize(this);
+    }
+
+    /// <summary>Stops the background tasks; subclasses release their storage after calling this.</summary>
+    protected virtual async ValueTask DisposeAsyncCore()
+    {
+        var stop = Interlocked.Exchange(ref _stop, null);
+        if (stop is not null)
+        {
+            await stop.CancelAsync().ConfigureAwait(false);
+            try
+            {
+                if (_background is not null)
+                {
+                    await _background.ConfigureAwait(false);
+                }
+            }
+            catch (OperationCanceledException)
+            {
+                // Expected: the loops end by cancellation.
+            }
+
+            stop.Dispose();
+        }
+
+        Interlocked.CompareExchange(ref _fault, new ObjectDisposedException(GetType().Name, "The StateObject was disposed."), null);
+    }
+
+    internal void SetFault(Exception error)
+    {
+        if (Interlocked.CompareExchange(ref _fault, error, null) is null)
+        {
+            DseLog.Faulted(_logger, Id, error);
+            Volatile.Read(ref _viewChanged).TrySetResult();
+        }
+    }
+
+    private static TaskCompletionSource NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    private void ThrowIfNotReady()
+    {
+        if (_coordinator is null)
+        {
+            throw new InvalidOperationException($"StateObject {Id} is not connected; call {nameof(ConnectAsync)} first.");
+        }
+
+        var fault = Volatile.Read(ref _fault);
+        if (fault is not null)
+        {
+            throw fault as DseFaultedException ?? new DseFaultedException($"StateObject {Id} cannot be used: {fault.Message}", fault);
+        }
+    }
+
+    private async ValueTask<bool> StartActionSlowAsync(DseHeader header, StartActionStatus status, CancellationToken cancellationToken)
+    {
+        while (true)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            switch (status)
+            {
+                case StartActionStatus.Accepted:
+                    return true;
+                case StartActionStatus.Discard:
+                    return false;
+                case StartActionStatus.Blocked:
+                    await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
+                    break;
+                case StartActionStatus.VersionBehind:
+                    await AdvanceVersionToAsync(MaxVersion(header), cancellationToken).ConfigureAwait(false);
+                    break;
+                case StartActionStatus.WorldLineBehind:
+                    var known = _view.Epoch;
+                    await RefreshAsync(cancellationToken).ConfigureAwait(false);
+                    if (WorldLine < header.WorldLine)
+                    {
+                        await WaitForViewChangeAsync(known, cancellationToken).ConfigureAwait(false);
+                    }
+
+                    break;
+            }
+
+            status = TryStartAction(header);
+        }
+    }
+
+    private async ValueTask StartLocalSlowAsync(CancellationToken cancellationToken)
+    {
+        do
+        {
+            await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
+        }
+        while (!TryStartLocalAction());
+    }
+
+    private static long MaxVersion(in DseHeader header)
+    {
+        long max = 0;
+        for (int i = 0; i < header.DependencyCount; i++)
+        {
+            max = Math.Max(max, header.GetDependency(i).Version);
+        }
+
+        return max;
+    }
+
+    private async ValueTask<DseHeader> CommitThenReturnAsync(DseHeader header, CancellationToken cancellationToken)
+    {
+        long version = header.Origin.Version;
+        await AdvanceVersionToAsync(version + 1, cancellationToken).ConfigureAwait(false);
+        await WaitForCommitAsync(version, header.WorldLine, cancellationToken).ConfigureAwait(false);
+        return header;
+    }
+
+    private async ValueTask AdvanceCoreAsync(long target, AdvanceReason reason, CancellationToken cancellationToken)
+    {
+        await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfNotReady();
+            if ((reason == AdvanceReason.CommitOrdering && _version >= target) || (reason == AdvanceReason.Periodic && Volatile.Read(ref _dirty) == 0))
+            {
+                return;
+            }
+
+            await _gate.CloseAsync().ConfigureAwait(false);
+            try
+            {
+                AdvanceUnderGate(target);
+            }
+            finally
+            {
+                _gate.Open();
+            }
+        }
+        finally
+        {
+            _writer.Release();
+        }
+    }
+
+    private void AdvanceUnderGate(long target)
+    {
+        long version = _version;
+        var record = new VersionRecord(version, _worldLine, _deps.ToArray());
+        lock (_book)
+        {
+            _records.Add(record);
+        }
+
+        Volatile.Write(ref _version, Math.Max(version + 1, target));
+        _deps = new DependencySet();
+        Volatile.Write(ref _dirty, 0);
+        _lastAdvanceTimestamp = _options.TimeProvider.GetTimestamp();
+        DseTelemetry.VersionsPersisted.Add(1);
+        try
+        {
+            Persist(version, VersionMetadata.Encode(record.WorldLine, record.Dependencies), new PersistCompletion(this, record));
+        }
+        catch (Exception ex)
+        {
+            SetFault(new DseFaultedException($"Persist of version {version} threw; the StateObject must restart.", ex));
+            throw;
+        }
+    }
+
+    internal void OnDurable(VersionRecord record)
+    {
+        lock (_book)
+        {
+            record.Durable = true;
+        }
+
+        var flush = FlushReportsAsync(CancellationToken.None);
+        if (!flush.IsCompletedSuccessfully)
+        {
+            _ = ObserveAsync(flush);
+        }
+    }
+
+    private async Task ObserveAsync(ValueTask task)
+    {
+        try
+        {
+            await task.ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is not OperationCanceledException)
+        {
+            DseLog.CoordinatorUnavailable(_logger, Id, ex);
+        }
+    }
+
+    /// <summary>Reports durable versions to the coordinator in version order; stops at the first one not yet durable.</summary>
+    private async ValueTask FlushReportsAsync(CancellationToken cancellationToken)
+    {
+        var coordinator = _coordinator;
+        if (coordinator is null || Volatile.Read(ref _fault) is not null)
+        {
+            return;
+        }
+
+        await _reporting.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            while (true)
+            {
+                VersionRecord? next = null;
+                lock (_book)
+                {
+                    foreach (var r in _records)
+                    {
+                        if (!r.Reported)
+                        {
+                            next = r.Durable ? r : null;
+                            break;
+                        }
+                    }
+                }
+
+                if (next is null)
+                {
+                    return;
+                }
+
+                var outcome = await coordinator.ReportPersistedAsync(Id, new VersionReport(next.Version, next.WorldLine, next.Dependencies), cancellationToken).ConfigureAwait(false);
+                DseLog.ReportOutcome(_logger, Id, next.Version, outcome);
+                lock (_book)
+                {
+                    next.Reported = true;
+                }
+            }
+        }
+        finally
+        {
+            _reporting.Release();
+        }
+    }
+
+    private enum AdvanceReason
+    {
+        Explicit,
+        Periodic,
+        CommitOrdering,
+    }
+
+    /// <summary>A version handed to Persist and not yet committed. Mutable fields are guarded by the owner's book lock.</summary>
+    internal sealed class VersionRecord(long version, long worldLine, Dependency[] dependencies)
+    {
+        public long Version { get; } = version;
+
+        public long WorldLine { get; } = worldLine;
+
+        public Dependency[] Dependencies { get; } = dependencies;
+
+        public bool Durable { get; set; }
+
+        public bool Reported { get; set; }
+    }
+}

@@ -1,0 +1,75 @@
+using System.Buffers.Binary;
+
+namespace Dse;
+
+/// <summary>
+/// Codec of the metadata the runtime stores with every persisted version, so the persisted graph is the point of
+/// truth: magic, format version, world-line and the dependency fragment. Layout: <c>docs/header-format.md</c>.
+/// </summary>
+public static class VersionMetadata
+{
+    /// <summary>First byte of encoded metadata.</summary>
+    public const byte Magic = 0xD6;
+
+    /// <summary>The format version this build writes and reads.</summary>
+    public const byte FormatVersion = 1;
+
+    private const int FixedLength = 16;
+
+    /// <summary>Encodes the metadata of a version.</summary>
+    public static byte[] Encode(long worldLine, IReadOnlyList<Dependency> dependencies)
+    {
+        ArgumentNullException.ThrowIfNull(dependencies);
+        var bytes = new byte[FixedLength + (16 * dependencies.Count)];
+        bytes[0] = Magic;
+        bytes[1] = FormatVersion;
+        BinaryPrimitives.WriteInt64LittleEndian(bytes.AsSpan(4), worldLine);
+        BinaryPrimitives.WriteInt32LittleEndian(bytes.AsSpan(12), dependencies.Count);
+        int offset = FixedLength;
+        for (int i = 0; i < dependencies.Count; i++)
+        {
+            BinaryPrimitives.WriteInt64LittleEndian(bytes.AsSpan(offset), dependencies[i].ObjectId);
+            BinaryPrimitives.WriteInt64LittleEndian(bytes.AsSpan(offset + 8), dependencies[i].Version);
+            offset += 16;
+        }
+
+        return bytes;
+    }
+
+    /// <summary>Decodes the metadata of <paramref name="version"/> into a report.</summary>
+    /// <exception cref="DseHeaderFormatException">The metadata is truncated or not DSE version metadata.</exception>
+    public static VersionReport Decode(long version, ReadOnlySpan<byte> metadata)
+    {
+        if (metadata.Length < FixedLength)
+        {
+            throw new DseHeaderFormatException($"Metadata of version {version} is truncated: {metadata.Length} bytes, at least {FixedLength} needed.");
+        }
+
+        if (metadata[0] != Magic)
+        {
+            throw new DseHeaderFormatException($"Metadata of version {version} is not DSE version metadata (first byte 0x{metadata[0]:X2}).");
+        }
+
+        if (metadata[1] != FormatVersion)
+        {
+            throw new DseHeaderFormatException($"Metadata of version {version} has unsupported format version {metadata[1]}.");
+        }
+
+        long worldLine = BinaryPrimitives.ReadInt64LittleEndian(metadata[4..]);
+        int count = BinaryPrimitives.ReadInt32LittleEndian(metadata[12..]);
+        if (count < 0 || metadata.Length != FixedLength + (16L * count))
+        {
+            throw new DseHeaderFormatException($"Metadata of version {version} claims {count} dependencies but has {metadata.Length} bytes.");
+        }
+
+        var deps = new Dependency[count];
+        int offset = FixedLength;
+        for (int i = 0; i < count; i++)
+        {
+            deps[i] = new Dependency(BinaryPrimitives.ReadInt64LittleEndian(metadata[offset..]), BinaryPrimitives.ReadInt64LittleEndian(metadata[(offset + 8)..]));
+            offset += 16;
+        }
+
+        return new VersionReport(version, worldLine, deps);
+    }
+}
