@@ -1,0 +1,269 @@
+using System.Collections.Immutable;
+using System.Diagnostics;
+using FASTER.core;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Dse.Storage;
+
+/// <summary>
+/// An append-only log of checksummed records directly on an <see cref="IDevice"/>, for state objects that persist
+/// whole snapshots. Opening it recovers every valid record; an append completes once the device acknowledged it.
+/// </summary>
+/// <remarks>
+/// <para>Appends are serialized: each record is written, and acknowledged, before the next one starts, so a crash can
+/// only tear the last record. Recovery drops such a torn tail silently and reports any other damage (an invalid record
+/// followed by a valid one, or a nonzero sector that is not a record header) as <see cref="InvalidDataException"/>.</para>
+/// <para><see cref="DropAfterAsync"/> and <see cref="TruncateBeforeAsync"/> append markers rather than rewrite the log:
+/// recovery replays them, so they are exactly as durable as appends. Space is not reclaimed.</para>
+/// <para>An append that fails (the device reported an error) leaves the log unchanged in memory, and the next append
+/// overwrites the same place; whether the failed record survives a crash before that is undefined, as with any write
+/// whose outcome is unknown. The on-device format is specified in docs/storage-format.md.</para>
+/// </remarks>
+public sealed partial class SnapshotLog : IAsyncDisposable
+{
+    private readonly IDevice _device;
+    private readonly int _maxPayloadLength;
+    private readonly bool _ownsDevice;
+    private readonly ILogger _logger;
+    private readonly int _sectorSize;
+
+    /// <summary>Serializes appends and disposal; held from a record's write until its acknowledgement.</summary>
+    private readonly SemaphoreSlim _appendLock = new(1, 1);
+
+    /// <summary>Address where the next record goes; guarded by <see cref="_appendLock"/>, read without it only for <see cref="TailAddress"/>.</summary>
+    private long _tailAddress;
+
+    /// <summary>Sequence number of the next record; guarded by <see cref="_appendLock"/>.</summary>
+    private ulong _nextSequence;
+
+    /// <summary>Live records, replaced (never mutated) under <see cref="_appendLock"/>.</summary>
+    private volatile ImmutableList<SnapshotRecord> _records = ImmutableList<SnapshotRecord>.Empty;
+
+    private int _disposed;
+
+    private SnapshotLog(IDevice device, SnapshotLogOptions options, ILogger logger)
+    {
+        _device = device;
+        _maxPayloadLength = options.MaxPayloadLength;
+        _ownsDevice = options.OwnsDevice;
+        _logger = logger;
+        _sectorSize = (int)device.SectorSize;
+    }
+
+    /// <summary>The live records in append order, after applying every drop and truncate marker (an immutable snapshot).</summary>
+    public IReadOnlyList<SnapshotRecord> Records => _records;
+
+    /// <summary>The most recently appended live record, or <see langword="null"/> when there is none.</summary>
+    public SnapshotRecord? Latest
+    {
+        get
+        {
+            var records = _records;
+            return records.Count == 0 ? null : records[^1];
+        }
+    }
+
+    /// <summary>The device address where the next record will be written (the end of the valid log).</summary>
+    public long TailAddress => Interlocked.Read(ref _tailAddress);
+
+    /// <summary>The device the log is on.</summary>
+    public IDevice Device => _device;
+
+    /// <summary>Opens the log on a device and recovers its records.</summary>
+    /// <param name="device">The device; an empty one starts an empty log.</param>
+    /// <param name="options">Log options; <see langword="null"/> for the defaults.</param>
+    /// <param name="logger">Receives recovery information; <see langword="null"/> for none.</param>
+    /// <param name="cancellationToken">Cancels the recovery scan.</param>
+    /// <returns>The opened log, positioned after its last valid record.</returns>
+    /// <exception cref="InvalidDataException">The log is corrupt before its tail; the message names the address.</exception>
+    /// <exception cref="IOException">The device failed a read.</exception>
+    public static async Task<SnapshotLog> OpenAsync(IDevice device, SnapshotLogOptions? options = null, ILogger? logger = null,
+        CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(device);
+        options ??= new SnapshotLogOptions();
+        options.Validate();
+        if (device.SectorSize < SnapshotRecordFormat.HeaderSize || !uint.IsPow2(device.SectorSize) || device.SectorSize > AlignedBuffer.Alignment)
+        {
+            throw new ArgumentException(
+                $"Device '{device.FileName}' has sector size {device.SectorSize}; a snapshot log needs a power of two between " +
+                $"{SnapshotRecordFormat.HeaderSize} and {AlignedBuffer.Alignment}.", nameof(device));
+        }
+
+        if (options.InitializeDevice)
+        {
+            device.Initialize(options.SegmentSize, null, false);
+        }
+
+        var log = new SnapshotLog(device, options, logger ?? NullLogger.Instance);
+        await log.RecoverAsync(cancellationToken).ConfigureAwait(false);
+        return log;
+    }
+
+    /// <summary>Appends a record; completes when the device has acknowledged it.</summary>
+    /// <param name="key">The record's key; drop and truncate markers select records by it.</param>
+    /// <param name="payload">The payload; copied before this method returns.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier appends; a write already issued is not cancelled.</param>
+    /// <exception cref="ArgumentException">The payload exceeds <see cref="SnapshotLogOptions.MaxPayloadLength"/>.</exception>
+    /// <exception cref="IOException">The device reported an error; the record is not in <see cref="Records"/>.</exception>
+    /// <exception cref="ObjectDisposedException">The log was disposed.</exception>
+    public ValueTask AppendAsync(ulong key, ReadOnlySpan<byte> payload, CancellationToken cancellationToken = default)
+    {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        if (payload.Length > _maxPayloadLength)
+        {
+            throw new ArgumentException(
+                $"The payload has {payload.Length} bytes; the limit is {_maxPayloadLength} (SnapshotLogOptions.MaxPayloadLength).",
+                nameof(payload));
+        }
+
+        var pending = new PendingRecord(SnapshotRecordKind.Data, key, payload, _sectorSize);
+        return AppendCoreAsync(pending, cancellationToken);
+    }
+
+    /// <summary>Appends a record; completes when the device has acknowledged it.</summary>
+    /// <param name="key">The record's key; drop and truncate markers select records by it.</param>
+    /// <param name="payload">The payload; copied before this method returns.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier appends; a write already issued is not cancelled.</param>
+    /// <exception cref="ArgumentException">The payload exceeds <see cref="SnapshotLogOptions.MaxPayloadLength"/>.</exception>
+    /// <exception cref="IOException">The device reported an error; the record is not in <see cref="Records"/>.</exception>
+    /// <exception cref="ObjectDisposedException">The log was disposed.</exception>
+    public ValueTask AppendAsync(ulong key, ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default)
+        => AppendAsync(key, payload.Span, cancellationToken);
+
+    /// <summary>
+    /// Drops every live record whose key is greater than <paramref name="key"/>, durably: a marker is appended, and
+    /// recovery ignores records with a greater key that precede it. Records appended later are unaffected.
+    /// Nothing is written when no live record has a greater key.
+    /// </summary>
+    /// <param name="key">The greatest key to keep.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier appends.</param>
+    public ValueTask DropAfterAsync(ulong key, CancellationToken cancellationToken = default)
+    {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        return AppendCoreAsync(new PendingRecord(SnapshotRecordKind.DropAfter, key, [], _sectorSize), cancellationToken);
+    }
+
+    /// <summary>
+    /// Drops every live record whose key is less than <paramref name="key"/>, durably, by appending a marker
+    /// (space on the device is not reclaimed). Nothing is written when no live record has a smaller key.
+    /// </summary>
+    /// <param name="key">The smallest key to keep.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier appends.</param>
+    public ValueTask TruncateBeforeAsync(ulong key, CancellationToken cancellationToken = default)
+    {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        return AppendCoreAsync(new PendingRecord(SnapshotRecordKind.TruncateBefore, key, [], _sectorSize), cancellationToken);
+    }
+
+    /// <summary>Waits for an append in flight, then closes the log (and disposes the device when it is owned).</summary>
+    public async ValueTask DisposeAsync()
+    {
+        if (Interlocked.Exchange(ref _disposed, 1) != 0)
+        {
+            return;
+        }
+
+        await _appendLock.WaitAsync().ConfigureAwait(false);
+        try
+        {
+            if (_ownsDevice)
+            {
+                _device.Dispose();
+            }
+        }
+        finally
+        {
+            _appendLock.Release();
+        }
+    }
+
+    /// <summary>Applies a record or marker to a list of live records.</summary>
+    private static ImmutableList<SnapshotRecord> Apply(ImmutableList<SnapshotRecord> records, SnapshotRecordKind kind, SnapshotRecord record)
+        => kind switch
+        {
+            SnapshotRecordKind.Data => records.Add(record),
+            SnapshotRecordKind.DropAfter => records.RemoveAll(r => r.Key > record.Key),
+            _ => records.RemoveAll(r => r.Key < record.Key),
+        };
+
+    private static bool Affects(ImmutableList<SnapshotRecord> records, SnapshotRecordKind kind, ulong key)
+    {
+        foreach (var record in records)
+        {
+            if (kind == SnapshotRecordKind.DropAfter ? record.Key > key : record.Key < key)
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    private async ValueTask AppendCoreAsync(PendingRecord pending, CancellationToken cancellationToken)
+    {
+        using (pending)
+        {
+            await _appendLock.WaitAsync(cancellationToken).ConfigureAwait(false);
+            try
+            {
+                ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+                if (pending.Kind != SnapshotRecordKind.Data && !Affects(_records, pending.Kind, pending.Key))
+                {
+                    return;
+                }
+
+                long address = _tailAddress;
+                ulong sequence = _nextSequence;
+                Debug.Assert(_appendLock.CurrentCount == 0, "appends run under the append lock");
+                Debug.Assert(address % _sectorSize == 0, "records start on sector boundaries");
+                pending.Seal(sequence, address);
+
+                // The record and one zero sector after it (the end-of-log terminator) go out together, the header last.
+                await DeviceIo.WriteFirstPartLastAsync(_device, address, pending.Buffer.Pointer, pending.WriteLength).ConfigureAwait(false);
+
+                var record = new SnapshotRecord(pending.Key, sequence, address, pending.Payload);
+                _records = Apply(_records, pending.Kind, record);
+                _nextSequence = sequence + 1;
+                Interlocked.Exchange(ref _tailAddress, address + pending.RecordLength);
+            }
+            finally
+            {
+                _appendLock.Release();
+            }
+        }
+    }
+
+    /// <summary>A record staged for writing: its sector-aligned image (header, payload, padding, terminator) in native memory.</summary>
+    private sealed class PendingRecord : IDisposable
+    {
+        public PendingRecord(SnapshotRecordKind kind, ulong key, ReadOnlySpan<byte> payload, int sectorSize)
+        {
+            Kind = kind;
+            Key = key;
+            Payload = payload.ToArray();
+            RecordLength = SnapshotRecordFormat.RecordLength(payload.Length, sectorSize);
+            WriteLength = checked((int)(RecordLength + sectorSize));
+            Buffer = new AlignedBuffer(WriteLength);
+            payload.CopyTo(Buffer.Span[SnapshotRecordFormat.HeaderSize..]);
+        }
+
+        public SnapshotRecordKind Kind { get; }
+
+        public ulong Key { get; }
+
+        public byte[] Payload { get; }
+
+        public long RecordLength { get; }
+
+        public int WriteLength { get; }
+
+        public AlignedBuffer Buffer { get; }
+
+        public void Seal(ulong sequence, long address)
+            => SnapshotRecordFormat.WriteHeader(Buffer.Span, Kind, Key, sequence, address, Payload.Length);
+
+        public void Dispose() => Buffer.Dispose();
+    }
+}

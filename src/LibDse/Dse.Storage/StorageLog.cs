@@ -1,0 +1,35 @@
+using Microsoft.Extensions.Logging;
+
+namespace Dse.Storage;
+
+/// <summary>Source-generated log messages of the storage layer; event ids are stable (1000-1199).</summary>
+internal static partial class StorageLog
+{
+    [LoggerMessage(EventId = 1001, Level = LogLevel.Error,
+        Message = "Write of {Length} bytes at offset {Offset} to page blob '{BlobName}' failed with error code {ErrorCode}.")]
+    public static partial void AzureWriteFailed(ILogger logger, Exception exception, string blobName, ulong offset, uint length, uint errorCode);
+
+    [LoggerMessage(EventId = 1002, Level = LogLevel.Error,
+        Message = "Read of {Length} bytes at offset {Offset} from page blob '{BlobName}' failed with error code {ErrorCode}.")]
+    public static partial void AzureReadFailed(ILogger logger, Exception exception, string blobName, ulong offset, uint length, uint errorCode);
+
+    [LoggerMessage(EventId = 1003, Level = LogLevel.Warning,
+        Message = "Removing page blob '{BlobName}' failed; the segment may still exist.")]
+    public static partial void AzureRemoveFailed(ILogger logger, Exception exception, string blobName);
+
+    [LoggerMessage(EventId = 1004, Level = LogLevel.Debug,
+        Message = "Read from page blob '{BlobName}' found no blob (segment {SegmentId} was never written or was removed).")]
+    public static partial void AzureSegmentNotFound(ILogger logger, string blobName, int segmentId);
+
+    [LoggerMessage(EventId = 1005, Level = LogLevel.Error,
+        Message = "A device completion callback threw; the exception was contained so that it does not crash an I/O thread.")]
+    public static partial void CompletionCallbackThrew(ILogger logger, Exception exception);
+
+    [LoggerMessage(EventId = 1101, Level = LogLevel.Information,
+        Message = "Snapshot log on '{Device}' recovered {RecordCount} live records from {ScannedRecords} scanned; next append at address {TailAddress}.")]
+    public static partial void SnapshotLogRecovered(ILogger logger, string device, int recordCount, ulong scannedRecords, long tailAddress);
+
+    [LoggerMessage(EventId = 1102, Level = LogLevel.Warning,
+        Message = "Snapshot log on '{Device}' dropped a torn record at its tail (address {Address}, sequence {Sequence}): {Reason}.")]
+    public static partial void SnapshotLogTornTail(ILogger logger, string device, long address, ulong sequence, string reason);
+}
