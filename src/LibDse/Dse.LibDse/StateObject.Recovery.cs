@@ -50,7 +50,8 @@ public abstract partial class StateObject
                 }
             }
 
-            // Versions never repeat: even numbers used only in memory before a crash stay used.
+            // Numbers above the surviving storage may have been used in memory before a crash; reusing them is safe
+            // because the new world-line tells the two lineages apart (old headers are discarded, old sthreads die).
             _version = Math.Max(highest, response.RestoreVersion) + 1;
             _worldLine = response.WorldLine;
             _deps = new DependencySet();
@@ -67,8 +68,10 @@ public abstract partial class StateObject
 
         if (_options.RunBackgroundTasks)
         {
-            _stop = new CancellationTokenSource();
-            _background = Task.WhenAll(Task.Run(() => AdvanceLoopAsync(_stop.Token), CancellationToken.None), Task.Run(() => FollowLoopAsync(_stop.Token), CancellationToken.None));
+            var stop = new CancellationTokenSource();
+            var token = stop.Token;
+            _background = Task.WhenAll(Task.Run(() => AdvanceLoopAsync(token), CancellationToken.None), Task.Run(() => FollowLoopAsync(token), CancellationToken.None));
+            _stop = stop;
         }
     }
 
@@ -270,7 +273,11 @@ public abstract partial class StateObject
             }
 
             // The committed version itself stays: it is the point any future rollback restores at the earliest.
-            Prune(committed - 1);
+            if (committed > 1)
+            {
+                Prune(committed - 1);
+            }
+
             Volatile.Write(ref _pruned, committed);
         }
         finally

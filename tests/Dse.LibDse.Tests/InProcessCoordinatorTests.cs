@@ -1,0 +1,125 @@
+namespace Dse.Tests;
+
+public class InProcessCoordinatorTests
+{
+    private static ConnectRequest Request(long id, params VersionReport[] versions) => new(id, versions);
+
+    [Fact]
+    public async Task ReportPersisted_UnknownParticipant_ThrowsAndChangesNothing()
+    {
+        var c = new InProcessCoordinator();
+        long epoch = c.State.Epoch;
+
+        var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(9, new VersionReport(1, 0, [])).AsTask());
+
+        Assert.Contains("9", ex.Message, StringComparison.Ordinal);
+        Assert.Equal(epoch, c.State.Epoch);
+    }
+
+    [Fact]
+    public async Task ReportPersisted_WorldLineFromTheFuture_Throws()
+    {
+        var c = new InProcessCoordinator();
+        await c.ConnectAsync(Request(1));
+
+        var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(1, new VersionReport(1, 5, [])).AsTask());
+        Assert.Contains("world-line 5", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task ReportPersisted_VersionZero_Throws()
+    {
+        var c = new InProcessCoordinator();
+        await c.ConnectAsync(Request(1));
+        await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(1, new VersionReport(0, 0, [])).AsTask());
+    }
+
+    [Fact]
+    public async Task Connect_VersionsNotAscending_ThrowsAndRegistersNothing()
+    {
+        var c = new InProcessCoordinator();
+        await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ConnectAsync(Request(1, new(2, 0, []), new(1, 0, []))).AsTask());
+        await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(1, new VersionReport(1, 0, [])).AsTask());
+    }
+
+    [Fact]
+    public async Task ReportPersisted_StaleLineage_IsRefusedAndChangesNothing()
+    {
+        var c = new InProcessCoordinator();
+        await c.ConnectAsync(Request(1));
+        await c.ConnectAsync(Request(2));
+        await c.ConnectAsync(Request(1));   // restart: world-line 1, cut of 2 is 0
+        var before = c.State;
+
+        var outcome = await c.ReportPersistedAsync(2, new VersionReport(4, 0, []));
+
+        Assert.Equal(ReportOutcome.Stale, outcome);
+        Assert.Equal(before.Epoch, c.State.Epoch);
+        Assert.Equal(0, c.State.CommittedVersion(2));
+    }
+
+    [Fact]
+    public async Task ReportPersisted_SameVersionTwice_IsDuplicate()
+    {
+        var c = new InProcessCoordinator();
+        await c.ConnectAsync(Request(1));
+        Assert.Equal(ReportOutcome.Accepted, await c.ReportPersistedAsync(1, new VersionReport(1, 0, [])));
+        Assert.Equal(ReportOutcome.Duplicate, await c.ReportPersistedAsync(1, new VersionReport(1, 0, [])));
+    }
+
+    [Fact]
+    public async Task AcknowledgeRollback_WorldLineNotDecided_Throws()
+    {
+        var c = new InProcessCoordinator();
+        await c.ConnectAsync(Request(1));
+        await Assert.ThrowsAsync<DseCoordinatorException>(() => c.AcknowledgeRollbackAsync(1, 3, 0).AsTask());
+    }
+
+    [Fact]
+    public async Task WaitForChangeAsync_CompletesWhenBoundaryMoves()
+    {
+        var c = new InProcessCoordinator();
+        await c.ConnectAsync(Request(1));
+        long epoch = c.State.Epoch;
+        var wait = c.WaitForChangeAsync(epoch).AsTask();
+        Assert.False(wait.IsCompleted);
+
+        await c.ReportPersistedAsync(1, new VersionReport(1, 0, []));
+
+        var state = await wait.WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.Equal(1, state.CommittedVersion(1));
+    }
+
+    [Fact]
+    public async Task Connect_KnownId_IsARestartWithNewWorldLine()
+    {
+        var c = new InProcessCoordinator();
+        var first = await c.ConnectAsync(Request(1, new VersionReport(1, 0, [])));
+        Assert.False(first.IsRestart);
+        Assert.Equal(1, first.RestoreVersion);
+
+        var second = await c.ConnectAsync(Request(1, new VersionReport(1, 0, []), new VersionReport(2, 0, [])));
+
+        Assert.True(second.IsRestart);
+        Assert.Equal(1, second.WorldLine);
+        Assert.Equal(2, second.RestoreVersion);
+        Assert.Equal(1, Assert.Single(second.State.Decisions).FailedObjectId);
+    }
+
+    [Fact]
+    public async Task Connect_RestartListingOldLineage_DropsVersionsAnEarlierDecisionRemoved()
+    {
+        var c = new InProcessCoordinator();
+        await c.ConnectAsync(Request(1));
+        await c.ConnectAsync(Request(2));
+        await c.ReportPersistedAsync(2, new VersionReport(1, 0, [new Dependency(1, 1)]));
+
+        // 1 restarts: 2's version 1 depended on 1's lost version 1.
+        await c.ConnectAsync(Request(1));
+
+        // 2 crashes before applying that decision; its storage still lists version 1 from world-line 0.
+        var response = await c.ConnectAsync(Request(2, new VersionReport(1, 0, [new Dependency(1, 1)])));
+        Assert.Equal(0, response.RestoreVersion);
+        Assert.Equal(2, response.WorldLine);
+    }
+}

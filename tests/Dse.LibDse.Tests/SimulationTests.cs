@@ -1,0 +1,51 @@
+using Xunit.Abstractions;
+
+namespace Dse.Tests;
+
+[Trait("Category", "Simulation")]
+public class SimulationTests(ITestOutputHelper output)
+{
+    private const int DefaultSeeds = 500;
+
+    [Fact]
+    public async Task Simulation_RandomCrashesMessagesAndBarriers_KeepsSafetyAndLiveness()
+    {
+        var (first, count) = SeedRange();
+        var total = new SimulationStats();
+        for (int seed = first; seed < first + count; seed++)
+        {
+            var sim = new Simulation(seed);
+            try
+            {
+                await sim.RunAsync();
+            }
+            catch (Exception ex)
+            {
+                throw new SimulationFailedException(
+                    $"Simulation failed with seed {seed}: {ex.Message}{Environment.NewLine}Replay it with: DSE_SIM_SEED={seed} dotnet test Dse.sln --filter Category=Simulation",
+                    ex);
+            }
+
+            total.Add(sim.Stats);
+        }
+
+        output.WriteLine($"{count} seeds from {first}: {total}");
+
+        // The runs must actually exercise the protocol, or passing means nothing.
+        Assert.True(total.Crashes > 0 && total.Restores > 0 && total.Discarded > 0 && total.BarriersPassed > 0, $"the simulation did not exercise failures: {total}");
+    }
+
+    private static (int First, int Count) SeedRange()
+    {
+        var single = Environment.GetEnvironmentVariable("DSE_SIM_SEED");
+        if (!string.IsNullOrEmpty(single))
+        {
+            return (int.Parse(single, System.Globalization.CultureInfo.InvariantCulture), 1);
+        }
+
+        var seeds = Environment.GetEnvironmentVariable("DSE_SIM_SEEDS");
+        return (1, string.IsNullOrEmpty(seeds) ? DefaultSeeds : int.Parse(seeds, System.Globalization.CultureInfo.InvariantCulture));
+    }
+
+    private sealed class SimulationFailedException(string message, Exception inner) : Exception(message, inner);
+}

@@ -1,0 +1,282 @@
+namespace Dse.Tests;
+
+public class StateObjectTests
+{
+    [Fact]
+    public async Task ConnectAsync_FreshStorage_RestoresInitialStateAtVersionOne()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+
+        Assert.Equal([0L], so.RestoredVersions);
+        Assert.Equal(1, so.CurrentVersion);
+        Assert.Equal(0, so.WorldLine);
+        Assert.True(so.IsConnected);
+    }
+
+    [Fact]
+    public async Task ConnectAsync_Twice_Throws()
+    {
+        var coordinator = new InProcessCoordinator();
+        var so = await TestCluster.ConnectAsync(coordinator, 1);
+        await Assert.ThrowsAsync<InvalidOperationException>(() => so.ConnectAsync(coordinator).AsTask());
+    }
+
+    [Fact]
+    public void TryStartLocalAction_NotConnected_ThrowsNamingConnect()
+    {
+        var so = MemoryStateObject.Create(1);
+        var ex = Assert.Throws<InvalidOperationException>(() => so.TryStartLocalAction());
+        Assert.Contains("ConnectAsync", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Constructor_InvalidOptions_ThrowsNamingOption()
+    {
+        var ex = Assert.Throws<ArgumentException>(() => new MemoryStateObject(new DseOptions(), new MemoryVersionStore()));
+        Assert.Contains("ObjectId", ex.Message, StringComparison.Ordinal);
+        ex = Assert.Throws<ArgumentException>(() => new MemoryStateObject(new DseOptions { ObjectId = 1, GroupCommitPeriod = TimeSpan.Zero }, new MemoryVersionStore()));
+        Assert.Contains("GroupCommitPeriod", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task EndAction_LocalAction_ReturnsOriginHeaderOfCurrentVertex()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 7);
+
+        var header = TestCluster.Send(so, 1);
+
+        Assert.Equal(new Vertex(7, 0, 1), header.Origin);
+    }
+
+    [Fact]
+    public async Task AdvanceVersionAsync_PersistsCurrentVersionWithMetadataAndMovesOn()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        TestCluster.Send(so, 10);
+
+        await so.AdvanceVersionAsync();
+
+        Assert.Equal(2, so.CurrentVersion);
+        var stored = Assert.Single(so.Store.Durable);
+        Assert.Equal(1, stored.Key);
+        Assert.Equal([10L], stored.Value.History);
+        var report = VersionMetadata.Decode(1, stored.Value.Metadata);
+        Assert.Equal(0, report.WorldLine);
+        Assert.Empty(report.Dependencies);
+    }
+
+    [Fact]
+    public async Task StartActionAsync_MessageFromOtherObject_RecordsDependencyInPersistMetadata()
+    {
+        var coordinator = new InProcessCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+
+        Assert.True(await TestCluster.ReceiveAsync(b, TestCluster.Send(a, 1), 2));
+        await b.AdvanceVersionAsync();
+
+        var report = VersionMetadata.Decode(1, b.Store.Durable[1].Metadata);
+        Assert.Equal([new Dependency(1, 1)], report.Dependencies);
+    }
+
+    [Fact]
+    public async Task TryStartAction_MessageFromHigherVersion_ReportsVersionBehindUntilAdvanced()
+    {
+        var coordinator = new InProcessCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        for (int i = 0; i < 3; i++)
+        {
+            await a.AdvanceVersionAsync();
+        }
+
+        var header = TestCluster.Send(a, 1);
+        Assert.Equal(4, header.Origin.Version);
+
+        Assert.Equal(StartActionStatus.VersionBehind, b.TryStartAction(header));
+        Assert.Equal(1, b.CurrentVersion);
+
+        Assert.True(await b.StartActionAsync(header));
+        Assert.True(b.CurrentVersion >= 4, "commit ordering: the receiver advanced before receiving");
+        b.EndAction();
+        Assert.Contains(1L, b.Store.Durable.Keys);
+    }
+
+    [Fact]
+    public async Task TryStartAction_MessageFromLowerWorldLine_IsDiscarded()
+    {
+        var coordinator = new InProcessCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        var c = await TestCluster.ConnectAsync(coordinator, 3);
+        var old = TestCluster.Send(a, 1);
+
+        // c restarts: the cluster moves to world-line 1.
+        await c.DisposeAsync();
+        var c2 = MemoryStateObject.Create(3, c.Store);
+        await c2.ConnectAsync(coordinator);
+        await b.RefreshAsync();
+
+        Assert.Equal(1, b.WorldLine);
+        Assert.Equal(StartActionStatus.Discard, b.TryStartAction(old));
+        Assert.False(await b.StartActionAsync(old));
+        Assert.Empty(b.History);
+    }
+
+    [Fact]
+    public async Task TryStartAction_MessageFromHigherWorldLine_IsDelayedUntilCaughtUp()
+    {
+        var coordinator = new InProcessCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        await a.DisposeAsync();
+        var a2 = MemoryStateObject.Create(1, a.Store);
+        await a2.ConnectAsync(coordinator);
+        var fromFuture = TestCluster.Send(a2, 1);
+
+        Assert.Equal(StartActionStatus.WorldLineBehind, b.TryStartAction(fromFuture));
+        Assert.Equal(0, b.WorldLine);
+
+        // The waiting start refreshes from the coordinator, applies the rollback, then receives.
+        Assert.True(await TestCluster.ReceiveAsync(b, fromFuture, 2));
+        Assert.Equal(1, b.WorldLine);
+        Assert.Equal([2L], b.History);
+    }
+
+    [Fact]
+    public async Task StartActionAsync_MalformedHeaderBytes_ThrowsFormatExceptionAndStartsNothing()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+
+        await Assert.ThrowsAsync<DseHeaderFormatException>(() => so.StartActionAsync(new byte[] { 0xD5, 1, 1 }).AsTask());
+
+        // No action is open: a version advance does not wait for one.
+        await so.AdvanceVersionAsync();
+        Assert.Equal(2, so.CurrentVersion);
+    }
+
+    [Fact]
+    public async Task StartActionAsync_NoHeader_RunsAsLocalAction()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        Assert.True(await so.StartActionAsync(ReadOnlyMemory<byte>.Empty));
+        so.EndAction();
+    }
+
+    [Fact]
+    public async Task Boundary_DependentVersion_CommitsOnlyAfterItsDependency()
+    {
+        var coordinator = new InProcessCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        a.Store.AutoDurable = false;
+        await TestCluster.ReceiveAsync(b, TestCluster.Send(a, 1), 2);
+
+        await a.AdvanceVersionAsync();
+        await b.AdvanceVersionAsync();
+        await b.RefreshAsync();
+        Assert.Equal(0, b.CommittedVersion);
+
+        a.Store.CompleteOldest();
+        await b.RefreshAsync();
+        await a.RefreshAsync();
+        Assert.Equal(1, b.CommittedVersion);
+        Assert.Equal(1, a.CommittedVersion);
+    }
+
+    [Fact]
+    public async Task RefreshAsync_CommittedAdvances_PrunesVersionsBelowCommitted()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        for (int i = 0; i < 3; i++)
+        {
+            TestCluster.Send(so, i);
+            await so.AdvanceVersionAsync();
+        }
+
+        await so.RefreshAsync();
+
+        Assert.Equal(3, so.CommittedVersion);
+        Assert.Equal([2L], so.PrunedThrough);
+        Assert.Equal([3L], so.Store.Durable.Keys);
+    }
+
+    [Fact]
+    public async Task EndActionAsync_NonSpeculative_ReturnsOnlyOnceTheVersionIsRecoverable()
+    {
+        var coordinator = new InProcessCoordinator();
+        await using var so = await TestCluster.ConnectAsync(coordinator, 1, speculative: false, background: true);
+        so.Store.AutoDurable = false;
+
+        await so.StartLocalActionAsync();
+        so.Record(1);
+        var pending = so.EndActionAsync().AsTask();
+
+        // Not durable yet, so not recoverable: the header must not leave. Make it durable and it does.
+        await so.Store.WaitForPendingAsync();
+        Assert.False(pending.IsCompleted);
+        so.Store.CompleteOldest();
+        var header = await pending;
+
+        Assert.True(coordinator.State.CommittedVersion(1) >= header.Origin.Version);
+    }
+
+    [Fact]
+    public async Task EndActionAsync_Speculative_ReturnsAtOnce()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        await so.StartLocalActionAsync();
+        var task = so.EndActionAsync();
+        Assert.True(task.IsCompletedSuccessfully);
+    }
+
+    [Fact]
+    public async Task Persist_Throws_FaultsTheStateObject()
+    {
+        var so = new ThrowingStateObject();
+        await so.ConnectAsync(new InProcessCoordinator());
+
+        await Assert.ThrowsAsync<InvalidOperationException>(() => so.AdvanceVersionAsync().AsTask());
+
+        Assert.IsType<DseFaultedException>(so.Fault);
+        Assert.Throws<DseFaultedException>(() => so.TryStartLocalAction());
+    }
+
+    [Fact]
+    public async Task PersistCompletion_SetFailed_FaultsTheStateObject()
+    {
+        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        so.Store.AutoDurable = false;
+        await so.AdvanceVersionAsync();
+
+        so.Store.Pending[0].Completion.SetFailed(new IOException("disk gone"));
+
+        var ex = Assert.Throws<DseFaultedException>(() => so.TryStartLocalAction());
+        Assert.IsType<IOException>(ex.InnerException);
+    }
+
+    [Fact]
+    public async Task ConnectAsync_CorruptStoredMetadata_ThrowsNamingVersion()
+    {
+        var store = new MemoryVersionStore();
+        store.Durable[3] = new MemoryVersionStore.Snapshot([1, 2, 3], []);
+        var so = MemoryStateObject.Create(1, store);
+
+        var ex = await Assert.ThrowsAsync<DseHeaderFormatException>(() => so.ConnectAsync(new InProcessCoordinator()).AsTask());
+        Assert.Contains("version 3", ex.Message, StringComparison.Ordinal);
+    }
+
+    private sealed class ThrowingStateObject() : StateObject(new DseOptions { ObjectId = 1, RunBackgroundTasks = false })
+    {
+        protected override void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion) => throw new InvalidOperationException("boom");
+
+        protected override ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken) => ValueTask.FromResult(ReadOnlyMemory<byte>.Empty);
+
+        protected override void Prune(long version)
+        {
+        }
+
+        protected override ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken) =>
+            ValueTask.FromResult<IReadOnlyList<PersistedVersion>>([]);
+    }
+}
