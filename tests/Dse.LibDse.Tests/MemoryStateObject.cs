@@ -11,13 +11,16 @@ internal sealed class MemoryStateObject : StateObject
     private List<long> _history = [];
     private int _inPersistOrRestore;
 
-    public MemoryStateObject(DseOptions options, MemoryVersionStore store)
+    public MemoryStateObject(DseOptions options, IVersionStore store)
         : base(options)
     {
-        Store = store;
+        VersionStore = store;
     }
 
-    public MemoryVersionStore Store { get; }
+    public IVersionStore VersionStore { get; }
+
+    /// <summary>The store, for tests that use the in-memory one.</summary>
+    public MemoryVersionStore Store => (MemoryVersionStore)VersionStore;
 
     public List<long> RestoredVersions { get; } = [];
 
@@ -31,8 +34,8 @@ internal sealed class MemoryStateObject : StateObject
 
     public int Violations;
 
-    public static MemoryStateObject Create(long id, MemoryVersionStore? store = null, bool background = false, bool speculative = true, TimeSpan? period = null) =>
-        new(new DseOptions { ObjectId = id, RunBackgroundTasks = background, Speculative = speculative, GroupCommitPeriod = period ?? TimeSpan.FromMilliseconds(10) }, store ?? new MemoryVersionStore());
+    public static MemoryStateObject Create(long id, IVersionStore? store = null, bool background = false, bool speculative = true, TimeSpan? period = null, TimeProvider? time = null) =>
+        new(new DseOptions { ObjectId = id, RunBackgroundTasks = background, Speculative = speculative, GroupCommitPeriod = period ?? TimeSpan.FromMilliseconds(10), TimeProvider = time ?? TimeProvider.System }, store ?? new MemoryVersionStore());
 
     public long[] History
     {
@@ -59,7 +62,7 @@ internal sealed class MemoryStateObject : StateObject
         Enter();
         try
         {
-            Store.Add(version, metadata.ToArray(), History, completion);
+            VersionStore.Add(version, metadata.ToArray(), History, completion);
         }
         finally
         {
@@ -67,20 +70,20 @@ internal sealed class MemoryStateObject : StateObject
         }
     }
 
-    protected override ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken)
+    protected override async ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken)
     {
         Enter();
         try
         {
             OnRestore?.Invoke(version);
             RestoredVersions.Add(version);
-            var snapshot = Store.RestoreTo(version);
+            var history = await VersionStore.RestoreAsync(version);
             lock (_historyLock)
             {
-                _history = snapshot is null ? [] : [.. snapshot.History];
+                _history = history is null ? [] : [.. history];
             }
 
-            return ValueTask.FromResult<ReadOnlyMemory<byte>>(snapshot?.Metadata ?? ReadOnlyMemory<byte>.Empty);
+            return ReadOnlyMemory<byte>.Empty;
         }
         finally
         {
@@ -91,11 +94,11 @@ internal sealed class MemoryStateObject : StateObject
     protected override void Prune(long version)
     {
         PrunedThrough.Add(version);
-        Store.PruneThrough(version);
+        VersionStore.PruneThrough(version);
     }
 
     protected override ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken) =>
-        ValueTask.FromResult<IReadOnlyList<PersistedVersion>>(Store.List());
+        ValueTask.FromResult(VersionStore.List());
 
     private void Enter()
     {

@@ -4,7 +4,7 @@ namespace Dse.Tests;
 /// Storage for a test StateObject that outlives the instance (so a restart sees it), with durability under the test's
 /// control: persists wait in <see cref="Pending"/> until completed, and a crash drops them.
 /// </summary>
-internal sealed class MemoryVersionStore
+internal sealed class MemoryVersionStore : IVersionStore
 {
     private readonly Lock _lock = new();
 
@@ -62,6 +62,18 @@ internal sealed class MemoryVersionStore
             completion.SetDurable();
         }
     }
+
+    public Task<int> CompleteOldestAsync(int count) => Task.FromResult(CompleteOldest(count));
+
+    public Task CrashAsync(Random random)
+    {
+        Crash();
+        return Task.CompletedTask;
+    }
+
+    public Task ReopenAsync() => Task.CompletedTask;
+
+    public ValueTask<long[]?> RestoreAsync(long version) => ValueTask.FromResult(RestoreTo(version)?.History);
 
     /// <summary>Makes the oldest <paramref name="count"/> pending persists durable, in order.</summary>
     public int CompleteOldest(int count = int.MaxValue)
@@ -131,7 +143,7 @@ internal sealed class MemoryVersionStore
         }
     }
 
-    public List<PersistedVersion> List()
+    public IReadOnlyList<PersistedVersion> List()
     {
         lock (_lock)
         {

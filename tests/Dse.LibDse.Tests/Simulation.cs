@@ -1,3 +1,5 @@
+using Microsoft.Extensions.Time.Testing;
+
 namespace Dse.Tests;
 
 /// <summary>
@@ -29,15 +31,17 @@ internal sealed class Simulation
     private long _nextEventId = 1;
     private int _step;
 
-    public Simulation(int seed)
+    private readonly bool _onDevices;
+    private readonly FakeTimeProvider _clock = new();
+
+    /// <param name="seed">The seed; the same seed replays the same run.</param>
+    /// <param name="onDevices">Persist through SnapshotLogs on fault-injecting devices instead of in-memory stores.</param>
+    public Simulation(int seed, bool onDevices = false)
     {
         _seed = seed;
+        _onDevices = onDevices;
         _rng = new Random(seed);
         _nodes = new Node[_rng.Next(2, 7)];
-        for (int i = 0; i < _nodes.Length; i++)
-        {
-            _nodes[i] = new Node(i + 1, new MemoryVersionStore { AutoDurable = false });
-        }
 
         _steps = _rng.Next(150, 500);
         _failuresStopAt = _steps * 3 / 4;
@@ -45,11 +49,16 @@ internal sealed class Simulation
 
     public SimulationStats Stats { get; } = new();
 
+    /// <summary>A digest of the final histories, equal for two runs of the same seed.</summary>
+    public string Fingerprint { get; private set; } = string.Empty;
+
     public async Task RunAsync()
     {
-        foreach (var node in _nodes)
+        for (int i = 0; i < _nodes.Length; i++)
         {
-            await StartAsync(node);
+            IVersionStore store = _onDevices ? await DeviceVersionStore.CreateAsync() : new MemoryVersionStore { AutoDurable = false };
+            _nodes[i] = new Node(i + 1, store);
+            await StartAsync(_nodes[i]);
         }
 
         for (_step = 0; _step < _steps; _step++)
@@ -61,6 +70,8 @@ internal sealed class Simulation
 
         await QuiesceAsync();
         CheckFinalSafety();
+        Stats.TornWrites = _nodes.Sum(n => (n.Store as DeviceVersionStore)?.TornWrites ?? 0);
+        Fingerprint = string.Join("|", _nodes.Select(n => $"{n.Id}:{n.Instance!.WorldLine}:{n.Instance.CurrentVersion}:{string.Join(",", n.Instance.History)}"));
     }
 
     private async Task StepAsync()
@@ -81,7 +92,7 @@ internal sealed class Simulation
         else if (roll < 71)
         {
             var node = _nodes[_rng.Next(_nodes.Length)];
-            node.Store.CompleteOldest(_rng.Next(1, 4));
+            await node.Store.CompleteOldestAsync(_rng.Next(1, 4));
         }
         else if (roll < 81)
         {
@@ -360,9 +371,9 @@ internal sealed class Simulation
             return;
         }
 
-        // The process dies: in-flight persists are lost, its sthreads die with it.
-        node.Store.Crash();
+        // The process dies: in-flight persists are lost (or torn), its sthreads die with it.
         await node.Instance!.DisposeAsync();
+        await node.Store.CrashAsync(_rng);
         foreach (var s in _sthreads.Where(s => s.Owner == node.Instance))
         {
             s.Dead = true;
@@ -379,6 +390,7 @@ internal sealed class Simulation
         {
             if (node.Instance is null && node.RestartAt <= _step)
             {
+                await node.Store.ReopenAsync();
                 await StartAsync(node);
             }
         }
@@ -386,7 +398,8 @@ internal sealed class Simulation
 
     private async Task StartAsync(Node node)
     {
-        var so = MemoryStateObject.Create(node.Id, node.Store);
+        // A clock that never moves: versions advance only when the simulation says so, never by wall-clock luck.
+        var so = MemoryStateObject.Create(node.Id, node.Store, time: _clock);
         so.OnRestore = version => CheckRestore(node.Id, version);
         node.Instance = so;
         await so.ConnectAsync(_coordinator);
@@ -416,6 +429,7 @@ internal sealed class Simulation
     {
         foreach (var node in _nodes.Where(n => n.Instance is null))
         {
+            await node.Store.ReopenAsync();
             await StartAsync(node);
         }
 
@@ -442,7 +456,7 @@ internal sealed class Simulation
             {
                 target[node.Id] = node.Instance!.CurrentVersion;
                 await node.Instance.AdvanceVersionAsync();
-                node.Store.CompleteOldest();
+                await node.Store.CompleteOldestAsync(int.MaxValue);
             }
 
             foreach (var node in _nodes)
@@ -507,11 +521,11 @@ internal sealed class Simulation
 
     private sealed record Message(DseHeader Header, long To, long[] Needs);
 
-    private sealed class Node(long id, MemoryVersionStore store)
+    private sealed class Node(long id, IVersionStore store)
     {
         public long Id { get; } = id;
 
-        public MemoryVersionStore Store { get; } = store;
+        public IVersionStore Store { get; } = store;
 
         public MemoryStateObject? Instance { get; set; }
 
@@ -557,6 +571,8 @@ internal sealed class SimulationStats
 
     public int Lost { get; set; }
 
+    public int TornWrites { get; set; }
+
     public void Add(SimulationStats other)
     {
         Sent += other.Sent;
@@ -570,9 +586,10 @@ internal sealed class SimulationStats
         BarriersPassed += other.BarriersPassed;
         SthreadsRolledBack += other.SthreadsRolledBack;
         Lost += other.Lost;
+        TornWrites += other.TornWrites;
     }
 
     public override string ToString() =>
         $"sent {Sent}, accepted {Accepted}, discarded {Discarded}, delayed {Delayed}, crashes {Crashes}, restores {Restores}, " +
-        $"sthreads {Detached} (merged {Merged}, rolled back {SthreadsRolledBack}), barriers passed {BarriersPassed}, events lost {Lost}";
+        $"sthreads {Detached} (merged {Merged}, rolled back {SthreadsRolledBack}), barriers passed {BarriersPassed}, events lost {Lost}, torn writes {TornWrites}";
 }

@@ -8,13 +8,37 @@ public class SimulationTests(ITestOutputHelper output)
     private const int DefaultSeeds = 500;
 
     [Fact]
-    public async Task Simulation_RandomCrashesMessagesAndBarriers_KeepsSafetyAndLiveness()
+    public Task Simulation_RandomCrashesMessagesAndBarriers_KeepsSafetyAndLiveness() => RunSeedsAsync(onDevices: false, SeedRange());
+
+    /// <summary>The same runs with every version going through a SnapshotLog on a crash-cut device, recovered by scanning.</summary>
+    [Fact]
+    public Task Simulation_OnCrashCutDevices_KeepsSafetyAndLiveness()
     {
-        var (first, count) = SeedRange();
+        return RunSeedsAsync(onDevices: true, SeedRange());
+    }
+
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Simulation_SameSeed_ReplaysIdentically(bool onDevices)
+    {
+        int seed = SeedRange().First;
+        var first = new Simulation(seed, onDevices);
+        await first.RunAsync();
+        var second = new Simulation(seed, onDevices);
+        await second.RunAsync();
+
+        Assert.Equal(first.Fingerprint, second.Fingerprint);
+        Assert.Equal(first.Stats.ToString(), second.Stats.ToString());
+    }
+
+    private async Task RunSeedsAsync(bool onDevices, (int First, int Count) range)
+    {
+        var (first, count) = range;
         var total = new SimulationStats();
         for (int seed = first; seed < first + count; seed++)
         {
-            var sim = new Simulation(seed);
+            var sim = new Simulation(seed, onDevices);
             try
             {
                 await sim.RunAsync();
@@ -22,14 +46,14 @@ public class SimulationTests(ITestOutputHelper output)
             catch (Exception ex)
             {
                 throw new SimulationFailedException(
-                    $"Simulation failed with seed {seed}: {ex.Message}{Environment.NewLine}Replay it with: DSE_SIM_SEED={seed} dotnet test Dse.sln --filter Category=Simulation",
+                    $"Simulation ({(onDevices ? "on devices" : "in memory")}) failed with seed {seed}: {ex.Message}{Environment.NewLine}Replay it with: DSE_SIM_SEED={seed} dotnet test Dse.sln --filter Category=Simulation",
                     ex);
             }
 
             total.Add(sim.Stats);
         }
 
-        output.WriteLine($"{count} seeds from {first}: {total}");
+        output.WriteLine($"{(onDevices ? "on devices" : "in memory")}: {count} seeds from {first}: {total}");
 
         // The runs must actually exercise the protocol, or passing means nothing.
         Assert.True(total.Crashes > 0 && total.Restores > 0 && total.Discarded > 0 && total.BarriersPassed > 0, $"the simulation did not exercise failures: {total}");

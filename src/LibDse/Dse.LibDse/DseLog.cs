@@ -22,4 +22,7 @@ internal static partial class DseLog
 
     [LoggerMessage(EventId = 1005, Level = LogLevel.Debug, Message = "StateObject {ObjectId}: report of version {Version} was {Outcome}")]
     public static partial void ReportOutcome(ILogger logger, long objectId, long version, ReportOutcome outcome);
+
+    [LoggerMessage(EventId = 1006, Level = LogLevel.Warning, Message = "StateObject {ObjectId} could not prune its storage up to version {Version}")]
+    public static partial void PruneFailed(ILogger logger, long objectId, long version, Exception exception);
 }

@@ -60,6 +60,9 @@ public abstract partial class StateObject : IAsyncDisposable
     /// <summary>The predetermined id.</summary>
     public long Id => _options.ObjectId;
 
+    /// <summary>The runtime's logger, for subclasses.</summary>
+    protected ILogger Logger => _logger;
+
     /// <summary>The options the StateObject runs with.</summary>
     public DseOptions Options => _options;
 
