@@ -245,6 +245,19 @@ public abstract partial class StateObject : IAsyncDisposable
     }
 
     /// <summary>
+    /// Detaches like <see cref="Detach"/>. Speculative mode: returns at once. Non-speculative mode: first persists the
+    /// current version and waits until it is recoverable, so what the sthread sends carries no speculative state.
+    /// </summary>
+    /// <exception cref="DseRolledBackException">Non-speculative mode: the version was rolled back while waiting.</exception>
+    public ValueTask<Sthread> DetachAsync(CancellationToken cancellationToken = default)
+    {
+        long version = _version;
+        long worldLine = _worldLine;
+        var sthread = Detach();
+        return _options.Speculative ? new ValueTask<Sthread>(sthread) : CommitThenReturnAsync(sthread, version, worldLine, cancellationToken);
+    }
+
+    /// <summary>
     /// Merges a detached sthread back: starts an action that consumes its dependencies. Returns <c>false</c> (and starts
     /// nothing) if the state the sthread came from, or anything it observed, was rolled back: discard the sthread.
     /// </summary>
@@ -416,10 +429,20 @@ public abstract partial class StateObject : IAsyncDisposable
 
     private async ValueTask<DseHeader> CommitThenReturnAsync(DseHeader header, CancellationToken cancellationToken)
     {
-        long version = header.Origin.Version;
-        await AdvanceVersionToAsync(version + 1, cancellationToken).ConfigureAwait(false);
-        await WaitForCommitAsync(version, header.WorldLine, cancellationToken).ConfigureAwait(false);
+        await PersistAndWaitForCommitAsync(header.Origin.Version, header.WorldLine, cancellationToken).ConfigureAwait(false);
         return header;
+    }
+
+    private async ValueTask<Sthread> CommitThenReturnAsync(Sthread sthread, long version, long worldLine, CancellationToken cancellationToken)
+    {
+        await PersistAndWaitForCommitAsync(version, worldLine, cancellationToken).ConfigureAwait(false);
+        return sthread;
+    }
+
+    private async ValueTask PersistAndWaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken)
+    {
+        await AdvanceVersionToAsync(version + 1, cancellationToken).ConfigureAwait(false);
+        await WaitForCommitAsync(version, worldLine, cancellationToken).ConfigureAwait(false);
     }
 
     private async ValueTask AdvanceCoreAsync(long target, AdvanceReason reason, CancellationToken cancellationToken)
