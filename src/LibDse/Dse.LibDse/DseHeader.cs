@@ -156,6 +156,26 @@ public readonly struct DseHeader : IEquatable<DseHeader>
     /// <summary>Decodes a header, reporting what was wrong instead of throwing.</summary>
     public static bool TryParse(ReadOnlySpan<byte> source, out DseHeader header, out string error)
     {
+        // Fast path for the common, well-formed origin header; everything else (and every error message) is in the cold path.
+        if (source.Length == OriginLength
+            && BinaryPrimitives.ReadUInt32LittleEndian(source) == (Magic | (FormatVersion << 8) | ((uint)DseHeaderKind.Origin << 16)))
+        {
+            long worldLine = BinaryPrimitives.ReadInt64LittleEndian(source[4..]);
+            long version = BinaryPrimitives.ReadInt64LittleEndian(source[20..]);
+            if ((worldLine | version) >= 0)
+            {
+                header = new DseHeader(DseHeaderKind.Origin, worldLine, BinaryPrimitives.ReadInt64LittleEndian(source[12..]), version, null);
+                error = string.Empty;
+                return true;
+            }
+        }
+
+        return TryParseSlow(source, out header, out error);
+    }
+
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static bool TryParseSlow(ReadOnlySpan<byte> source, out DseHeader header, out string error)
+    {
         header = default;
         if (source.Length < PrefixLength)
         {

@@ -111,6 +111,20 @@ public abstract partial class StateObject : IAsyncDisposable
     /// <exception cref="InvalidOperationException">Not connected, or faulted (<see cref="DseFaultedException"/>).</exception>
     public StartActionStatus TryStartAction(in DseHeader header)
     {
+        if (header.Kind == DseHeaderKind.Origin)
+        {
+            var origin = header.GetDependency(0);
+            return TryStartAction(header.WorldLine, new ReadOnlySpan<Dependency>(in origin));
+        }
+
+        return header.Kind == DseHeaderKind.None ? StartLocal() : TryStartAction(header.WorldLine, header.Dependencies);
+
+        StartActionStatus StartLocal() => TryStartLocalAction() ? StartActionStatus.Accepted : StartActionStatus.Blocked;
+    }
+
+    /// <summary>The one path every message start takes: recovery partition, commit ordering, then the dependency edges.</summary>
+    private StartActionStatus TryStartAction(long senderWorldLine, ReadOnlySpan<Dependency> dependencies)
+    {
         ThrowIfNotReady();
         if (!_gate.TryEnter())
         {
@@ -118,15 +132,10 @@ public abstract partial class StateObject : IAsyncDisposable
         }
 
         long worldLine = _worldLine;
-        if (header.Kind == DseHeaderKind.None)
-        {
-            return StartActionStatus.Accepted;
-        }
-
-        if (header.WorldLine != worldLine)
+        if (senderWorldLine != worldLine)
         {
             _gate.Exit();
-            if (header.WorldLine < worldLine)
+            if (senderWorldLine < worldLine)
             {
                 DseTelemetry.MessagesDiscarded.Add(1);
                 return StartActionStatus.Discard;
@@ -136,38 +145,20 @@ public abstract partial class StateObject : IAsyncDisposable
         }
 
         long version = _version;
+        for (int i = 0; i < dependencies.Length; i++)
+        {
+            if (dependencies[i].Version > version)
+            {
+                _gate.Exit();
+                return StartActionStatus.VersionBehind;
+            }
+        }
+
         var view = _view;
         var deps = _deps;
-        if (header.Kind == DseHeaderKind.Origin)
+        for (int i = 0; i < dependencies.Length; i++)
         {
-            var origin = header.Origin;
-            if (origin.Version > version)
-            {
-                _gate.Exit();
-                return StartActionStatus.VersionBehind;
-            }
-
-            if (origin.ObjectId != Id && origin.Version > view.CommittedVersion(origin.ObjectId))
-            {
-                deps.Add(origin.ObjectId, origin.Version);
-            }
-
-            return StartActionStatus.Accepted;
-        }
-
-        var set = header.Dependencies;
-        for (int i = 0; i < set.Length; i++)
-        {
-            if (set[i].Version > version)
-            {
-                _gate.Exit();
-                return StartActionStatus.VersionBehind;
-            }
-        }
-
-        for (int i = 0; i < set.Length; i++)
-        {
-            var d = set[i];
+            var d = dependencies[i];
             if (d.ObjectId != Id && d.Version > view.CommittedVersion(d.ObjectId))
             {
                 deps.Add(d.ObjectId, d.Version);
@@ -264,14 +255,25 @@ public abstract partial class StateObject : IAsyncDisposable
     public ValueTask<bool> MergeAsync(Sthread sthread, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(sthread);
-        return sthread.TryCatchUp() ? StartActionAsync(sthread.CurrentHeader(), cancellationToken) : new ValueTask<bool>(false);
+        if (!sthread.TryCatchUp())
+        {
+            return new ValueTask<bool>(false);
+        }
+
+        var status = TryStartAction(sthread.WorldLine, sthread.Dependencies);
+        return status switch
+        {
+            StartActionStatus.Accepted => new ValueTask<bool>(true),
+            StartActionStatus.Discard => new ValueTask<bool>(false),
+            _ => StartActionSlowAsync(sthread.CurrentHeader(), status, cancellationToken),
+        };
     }
 
     /// <summary>Like <see cref="MergeAsync"/> without waiting; <see cref="StartActionStatus.Discard"/> if the sthread was rolled back.</summary>
     public StartActionStatus TryMerge(Sthread sthread)
     {
         ArgumentNullException.ThrowIfNull(sthread);
-        return sthread.TryCatchUp() ? TryStartAction(sthread.CurrentHeader()) : StartActionStatus.Discard;
+        return sthread.TryCatchUp() ? TryStartAction(sthread.WorldLine, sthread.Dependencies) : StartActionStatus.Discard;
     }
 
     /// <summary>Persists the current version now (even if nothing changed) and starts the next one.</summary>
