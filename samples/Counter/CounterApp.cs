@@ -5,15 +5,21 @@ namespace Dse.Samples.Counter;
 
 /// <summary>
 /// The whole running example in one process: an in-process coordinator and three StateObjects (frontend, counter,
-/// logging), each persisting to its own latency-injecting device.
+/// logging), each persisting to its own latency-injecting device. The counter service can be crashed and restarted
+/// on its storage while requests are in flight.
 /// </summary>
 public sealed class CounterApp : IAsyncDisposable
 {
-    private readonly List<IAsyncDisposable> _owned = [];
+    private readonly Dictionary<string, SnapshotLog> _logs = [];
+    private readonly Dictionary<string, FaultInjectingDevice> _devices = [];
+    private readonly Dictionary<string, InMemoryStorage> _memory = [];
+    private readonly CounterAppOptions _options;
+    private volatile CounterService _counter = null!;
 
-    private CounterApp(InProcessCoordinator coordinator)
+    private CounterApp(InProcessCoordinator coordinator, CounterAppOptions options)
     {
         Coordinator = coordinator;
+        _options = options;
     }
 
     /// <summary>The coordinator.</summary>
@@ -22,8 +28,11 @@ public sealed class CounterApp : IAsyncDisposable
     /// <summary>The frontend clients call.</summary>
     public Frontend Frontend { get; private set; } = null!;
 
-    /// <summary>The counter service.</summary>
-    public CounterService Counter { get; private set; } = null!;
+    /// <summary>The counter service's current incarnation.</summary>
+    public CounterService Counter => _counter;
+
+    /// <summary>How many times the counter service was restarted.</summary>
+    public int CounterRestarts { get; private set; }
 
     /// <summary>The logging service.</summary>
     public LoggingService Logging { get; private set; } = null!;
@@ -32,12 +41,12 @@ public sealed class CounterApp : IAsyncDisposable
     public static async Task<CounterApp> StartAsync(CounterAppOptions options, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(options);
-        var app = new CounterApp(new InProcessCoordinator());
+        var app = new CounterApp(new InProcessCoordinator(), options);
         try
         {
-            app.Counter = new CounterService(app.Options(2, options), await app.OpenLogAsync("counter", options, cancellationToken));
-            app.Logging = new LoggingService(app.Options(3, options), await app.OpenLogAsync("logging", options, cancellationToken));
-            app.Frontend = new Frontend(app.Options(1, options), await app.OpenLogAsync("frontend", options, cancellationToken), app.Counter, app.Logging);
+            app._counter = new CounterService(app.Options(2), await app.OpenLogAsync("counter", cancellationToken));
+            app.Logging = new LoggingService(app.Options(3), await app.OpenLogAsync("logging", cancellationToken));
+            app.Frontend = new Frontend(app.Options(1), await app.OpenLogAsync("frontend", cancellationToken), () => app._counter, () => app.Logging);
             await app.Counter.ConnectAsync(app.Coordinator, cancellationToken);
             await app.Logging.ConnectAsync(app.Coordinator, cancellationToken);
             await app.Frontend.ConnectAsync(app.Coordinator, cancellationToken);
@@ -50,10 +59,25 @@ public sealed class CounterApp : IAsyncDisposable
         }
     }
 
+    /// <summary>
+    /// Crashes the counter service: every write not yet on its device is lost (a crash cut), the instance stops, and a
+    /// new incarnation starts on the same storage and connects, which the coordinator treats as a failure.
+    /// </summary>
+    public async Task CrashAndRestartCounterAsync(CancellationToken cancellationToken = default)
+    {
+        _devices["counter"].CutNow();
+        await _counter.DisposeAsync();
+        await _logs["counter"].DisposeAsync();
+        var restarted = new CounterService(Options(2), await OpenLogAsync("counter", cancellationToken));
+        await restarted.ConnectAsync(Coordinator, cancellationToken);
+        _counter = restarted;
+        CounterRestarts++;
+    }
+
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
     {
-        foreach (var so in new StateObject?[] { Frontend, Counter, Logging })
+        foreach (var so in new StateObject?[] { Frontend, _counter, Logging })
         {
             if (so is not null)
             {
@@ -61,26 +85,42 @@ public sealed class CounterApp : IAsyncDisposable
             }
         }
 
-        for (int i = _owned.Count - 1; i >= 0; i--)
+        foreach (var log in _logs.Values)
         {
-            await _owned[i].DisposeAsync();
+            await log.DisposeAsync();
         }
     }
 
-    private DseOptions Options(long id, CounterAppOptions options) => new()
+    private DseOptions Options(long id) => new()
     {
         ObjectId = id,
-        Speculative = options.Speculative,
-        GroupCommitPeriod = options.GroupCommitPeriod,
+        Speculative = _options.Speculative,
+        GroupCommitPeriod = _options.GroupCommitPeriod,
     };
 
-    private async Task<SnapshotLog> OpenLogAsync(string name, CounterAppOptions options, CancellationToken cancellationToken)
+    private async Task<SnapshotLog> OpenLogAsync(string name, CancellationToken cancellationToken)
     {
-        IDevice device = options.DataDirectory is null
-            ? DseDevices.CreateInMemory()
-            : DseDevices.CreateLocalFile(Path.Combine(options.DataDirectory, name + ".log"));
-        var log = await SnapshotLog.OpenAsync(device.WithLatency(options.WriteLatency), new SnapshotLogOptions { OwnsDevice = true }, cancellationToken: cancellationToken);
-        _owned.Add(log);
+        IDevice device;
+        if (_options.DataDirectory is null)
+        {
+            // The memory outlives a crashed device, like a disk outlives a crashed machine.
+            if (!_memory.TryGetValue(name, out var memory))
+            {
+                _memory[name] = memory = new InMemoryStorage();
+            }
+
+            device = DseDevices.CreateInMemory(memory);
+        }
+        else
+        {
+            device = DseDevices.CreateLocalFile(Path.Combine(_options.DataDirectory, name + ".log"));
+        }
+
+        // Writes pass the fault device (where a crash cuts them) only after their latency, as if still in flight.
+        var faults = device.WithFaults();
+        var log = await SnapshotLog.OpenAsync(faults.WithLatency(_options.WriteLatency), new SnapshotLogOptions { OwnsDevice = true }, cancellationToken: cancellationToken);
+        _devices[name] = faults;
+        _logs[name] = log;
         return log;
     }
 }

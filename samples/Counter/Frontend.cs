@@ -8,7 +8,11 @@ namespace Dse.Samples.Counter;
 /// The frontend of the running example: takes a client's request, records it, calls the counter, then the logging
 /// service, records completion, and answers the client only once everything is recoverable (a barrier).
 /// </summary>
-public sealed class Frontend(DseOptions options, SnapshotLog log, CounterService counter, LoggingService logging)
+/// <param name="options">The frontend's options.</param>
+/// <param name="log">Where the frontend's snapshots go.</param>
+/// <param name="counter">Resolves the counter service's current incarnation (it may restart).</param>
+/// <param name="logging">Resolves the logging service's current incarnation.</param>
+public sealed class Frontend(DseOptions options, SnapshotLog log, Func<CounterService> counter, Func<LoggingService> logging)
     : SnapshotStateObject(options, log)
 {
     private long _started;
@@ -29,9 +33,9 @@ public sealed class Frontend(DseOptions options, SnapshotLog log, CounterService
         var call = await DetachAsync(cancellationToken);
 
         // The calls run on an sthread, so persistence of the frontend is not held up while they are in flight.
-        var (value, counterReply) = await counter.IncrementAsync(call.Send(), cancellationToken);
+        var (value, counterReply) = await counter().IncrementAsync(call.Send(), cancellationToken);
         await ReceiveOrThrowAsync(call, counterReply, cancellationToken);
-        var logReply = await logging.AppendAsync(call.Send(), $"request {requestId} -> {value}", cancellationToken);
+        var logReply = await logging().AppendAsync(call.Send(), $"request {requestId} -> {value}", cancellationToken);
         await ReceiveOrThrowAsync(call, logReply, cancellationToken);
 
         if (!await MergeAsync(call, cancellationToken))
