@@ -21,6 +21,7 @@ internal sealed class Simulation
     private readonly InProcessCoordinator _coordinator = new();
     private readonly Node[] _nodes;
     private readonly List<Message> _inFlight = [];
+    private readonly List<Message> _allMessages = [];
     private readonly List<SimSthread> _sthreads = [];
     private readonly Dictionary<long, Event> _events = [];
     private readonly HashSet<long> _exposed = [];
@@ -135,6 +136,12 @@ internal sealed class Simulation
         }
     }
 
+    private void Post(Message message)
+    {
+        _inFlight.Add(message);
+        _allMessages.Add(message);
+    }
+
     private long NewEvent(long owner, IEnumerable<long> needs)
     {
         long id = _nextEventId++;
@@ -156,7 +163,7 @@ internal sealed class Simulation
         long sent = NewEvent(from.Id, []);
         so.Record(sent);
         var header = so.EndAction();
-        _inFlight.Add(new Message(header, to.Id, [sent]));
+        Post(new Message(header, to.Id, [sent]));
         Stats.Sent++;
     }
 
@@ -182,13 +189,14 @@ internal sealed class Simulation
                 _inFlight.RemoveAt(index);
                 long consumed = NewEvent(node.Id, message.Needs);
                 so.Record(consumed);
+                message.ConsumedAs = consumed;
                 Stats.Accepted++;
                 if (_rng.Next(3) == 0)
                 {
                     long reply = NewEvent(node.Id, []);
                     so.Record(reply);
                     var header = so.EndAction();
-                    _inFlight.Add(new Message(header, _nodes[_rng.Next(_nodes.Length)].Id, [reply]));
+                    Post(new Message(header, _nodes[_rng.Next(_nodes.Length)].Id, [reply]));
                 }
                 else
                 {
@@ -198,6 +206,7 @@ internal sealed class Simulation
                 break;
             case StartActionStatus.Discard:
                 _inFlight.RemoveAt(index);
+                message.Discarded = true;
                 Stats.Discarded++;
                 break;
             case StartActionStatus.WorldLineBehind:
@@ -507,6 +516,22 @@ internal sealed class Simulation
             }
         }
 
+        // A message whose sender state was lost must have been discarded, or its consumption rolled back too.
+        foreach (var m in _allMessages)
+        {
+            if (m.Needs.All(surviving.Contains))
+            {
+                continue;
+            }
+
+            Stats.MessagesFromLostState++;
+            Assert.True(m.Discarded || !surviving.Contains(m.ConsumedAs), Fail($"a message from lost state (needs event {m.Needs[0]}) was consumed as event {m.ConsumedAs}, which survived"));
+            if (m.Discarded)
+            {
+                Stats.LostStateMessagesDiscarded++;
+            }
+        }
+
         foreach (long e in _exposed)
         {
             Assert.True(surviving.Contains(e), Fail($"event {e} of object {_events[e].Owner} passed a barrier and was later lost"));
@@ -519,7 +544,12 @@ internal sealed class Simulation
 
     private sealed record Event(long Id, long Owner, long[] Needs);
 
-    private sealed record Message(DseHeader Header, long To, long[] Needs);
+    private sealed record Message(DseHeader Header, long To, long[] Needs)
+    {
+        public bool Discarded { get; set; }
+
+        public long ConsumedAs { get; set; }
+    }
 
     private sealed class Node(long id, IVersionStore store)
     {
@@ -573,6 +603,10 @@ internal sealed class SimulationStats
 
     public int TornWrites { get; set; }
 
+    public int MessagesFromLostState { get; set; }
+
+    public int LostStateMessagesDiscarded { get; set; }
+
     public void Add(SimulationStats other)
     {
         Sent += other.Sent;
@@ -587,9 +621,12 @@ internal sealed class SimulationStats
         SthreadsRolledBack += other.SthreadsRolledBack;
         Lost += other.Lost;
         TornWrites += other.TornWrites;
+        MessagesFromLostState += other.MessagesFromLostState;
+        LostStateMessagesDiscarded += other.LostStateMessagesDiscarded;
     }
 
     public override string ToString() =>
         $"sent {Sent}, accepted {Accepted}, discarded {Discarded}, delayed {Delayed}, crashes {Crashes}, restores {Restores}, " +
-        $"sthreads {Detached} (merged {Merged}, rolled back {SthreadsRolledBack}), barriers passed {BarriersPassed}, events lost {Lost}, torn writes {TornWrites}";
+        $"sthreads {Detached} (merged {Merged}, rolled back {SthreadsRolledBack}), barriers passed {BarriersPassed}, events lost {Lost}, torn writes {TornWrites}, " +
+        $"messages from lost state {MessagesFromLostState} (discarded on arrival {LostStateMessagesDiscarded}, the rest rolled back with their receiver)";
 }

@@ -56,7 +56,7 @@ public class SimulationTests(ITestOutputHelper output)
         output.WriteLine($"{(onDevices ? "on devices" : "in memory")}: {count} seeds from {first}: {total}");
 
         // The runs must actually exercise the protocol, or passing means nothing.
-        Assert.True(total.Crashes > 0 && total.Restores > 0 && total.Discarded > 0 && total.BarriersPassed > 0, $"the simulation did not exercise failures: {total}");
+        Assert.True(total.Crashes > 0 && total.Restores > 0 && total.Discarded > 0 && total.BarriersPassed > 0 && total.LostStateMessagesDiscarded > 0, $"the simulation did not exercise failures: {total}");
     }
 
     private static (int First, int Count) SeedRange()
