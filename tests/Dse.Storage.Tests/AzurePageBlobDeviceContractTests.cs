@@ -1,4 +1,5 @@
 using Dse.Storage.Tests.Infrastructure;
+using Dse.Testing;
 
 namespace Dse.Storage.Tests;
 

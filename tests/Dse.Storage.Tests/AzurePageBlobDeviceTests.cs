@@ -1,5 +1,6 @@
 using Azure.Storage.Blobs;
 using Dse.Storage.Tests.Infrastructure;
+using Dse.Testing;
 using Microsoft.Extensions.Logging;
 
 namespace Dse.Storage.Tests;

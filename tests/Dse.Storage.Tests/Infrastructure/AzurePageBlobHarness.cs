@@ -1,4 +1,5 @@
 using Azure.Storage.Blobs;
+using Dse.Testing;
 using FASTER.core;
 
 namespace Dse.Storage.Tests.Infrastructure;

@@ -1,3 +1,5 @@
+using Dse.Testing;
+
 namespace Dse.Storage.Tests.Infrastructure;
 
 /// <summary>Tests that share one Azurite endpoint; they run one after another.</summary>

@@ -6,10 +6,11 @@ using Azure.Storage.Blobs;
 using DotNet.Testcontainers.Builders;
 using DotNet.Testcontainers.Containers;
 
-namespace Dse.Storage.Tests.Infrastructure;
+namespace Dse.Testing;
 
 /// <summary>
-/// An Azurite blob endpoint shared by the tests of the "Azurite" collection. In order of preference:
+/// An Azurite blob endpoint shared by the tests of a collection (each test assembly declares its own collection
+/// definition over this fixture, since xunit only finds definitions in the test assembly). In order of preference:
 /// <list type="number">
 /// <item><description><c>DSE_TEST_AZURITE_CONNECTION_STRING</c>, when set (an emulator someone else runs);</description></item>
 /// <item><description>the Azurite image through Testcontainers, when a Docker engine is reachable;</description></item>
