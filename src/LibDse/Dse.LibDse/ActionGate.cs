@@ -12,9 +12,11 @@ namespace Dse;
 /// <remarks>
 /// Invariant: while <see cref="_closed"/> is 1 no reader stays inside once it has seen the flag, and
 /// <see cref="CloseAsync"/> returns only after a scan found the stripes summing to zero. Every stripe change and the flag
-/// change are full fences, so a reader that enters after the flag is set always sees it (Dekker-style ordering), and a
-/// scan never reads zero while a reader is inside: a reader's +1 precedes the scan, and its -1 is counted only if it
-/// happened. At most one writer at a time; the owner serializes writers.
+/// change are full fences, so a reader that enters after the flag is set always sees it (Dekker-style ordering). A scan
+/// never reads zero while a reader is inside: a successful reader's +1 precedes the scan (it entered before the flag),
+/// and its -1, on whatever stripe, is counted only if it happened; a failed entry's +1 and -1 hit the same stripe, so it
+/// adds 0 or 1 to a scan, never -1. A negative sum therefore means an exit without an entry (misuse), reported as such.
+/// At most one writer at a time; the owner serializes writers.
 /// </remarks>
 internal sealed class ActionGate
 {
@@ -39,13 +41,17 @@ internal sealed class ActionGate
     /// <summary>Enters as a reader unless a writer holds or waits for the gate.</summary>
     public bool TryEnter()
     {
-        Interlocked.Increment(ref _stripes[Thread.GetCurrentProcessorId() & _mask].Count);
+        ref long stripe = ref _stripes[Thread.GetCurrentProcessorId() & _mask].Count;
+        Interlocked.Increment(ref stripe);
         if (Volatile.Read(ref _closed) == 0)
         {
             return true;
         }
 
-        Exit();
+        // Back out on the same stripe: a failed entry straddling a scan must add nothing to it, and the processor id
+        // may have changed since the increment.
+        Interlocked.Decrement(ref stripe);
+        Volatile.Read(ref _drained)?.TrySetResult();
         return false;
     }
 
@@ -108,7 +114,11 @@ internal sealed class ActionGate
             sum += Volatile.Read(ref _stripes[i].Count);
         }
 
-        Debug.Assert(sum >= 0, "More exits than entries.");
+        if (sum < 0)
+        {
+            throw new InvalidOperationException("An action was ended more often than started (EndAction or Detach without a matching start).");
+        }
+
         return sum;
     }
 

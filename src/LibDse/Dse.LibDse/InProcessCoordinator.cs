@@ -141,7 +141,9 @@ public sealed class InProcessCoordinator : IDseCoordinator
                 throw new DseCoordinatorException($"Participant {objectId} reported version {report.Version} from world-line {report.WorldLine}, ahead of the coordinator's {_worldLine}.");
             }
 
-            if (_graph.IsStale(objectId, report.Version, report.WorldLine, _decisions))
+            // A report older than the retained decisions cannot be checked against them: refuse it as stale.
+            bool beyondRetention = _decisions.Count > 0 && report.WorldLine < _decisions[0].WorldLine - 1;
+            if (beyondRetention || _graph.IsStale(objectId, report.Version, report.WorldLine, _decisions))
             {
                 return ValueTask.FromResult(ReportOutcome.Stale);
             }

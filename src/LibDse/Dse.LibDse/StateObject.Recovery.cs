@@ -56,7 +56,7 @@ public abstract partial class StateObject
             _worldLine = response.WorldLine;
             _deps = new DependencySet();
             _pruned = committed;
-            _view = response.State;
+            Volatile.Write(ref _view, response.State);
             _lastAdvanceTimestamp = _options.TimeProvider.GetTimestamp();
             _coordinator = coordinator;
             DseLog.Connected(_logger, Id, response.RestoreVersion, response.WorldLine, response.IsRestart);
@@ -92,13 +92,14 @@ public abstract partial class StateObject
         }
     }
 
-    /// <summary>Applies a cluster state: pending rollback decisions in world-line order, then the boundary.</summary>
+    /// <summary>Applies a cluster state: publishes it as the view, applies pending decisions in world-line order, prunes.</summary>
+    /// <remarks>
+    /// The view may run ahead of the object's world-line while decisions are applied: sthreads catch up through the
+    /// view's decisions on their own, and the action path only trusts the view's committed map in its own world-line.
+    /// </remarks>
     internal async ValueTask ApplyClusterStateAsync(ClusterState state, CancellationToken cancellationToken)
     {
-        if (state.Epoch <= _view.Epoch && state.WorldLine <= WorldLine)
-        {
-            return;
-        }
+        PublishView(state);
 
         long expected = WorldLine + 1;
         foreach (var decision in state.Decisions)
@@ -114,7 +115,7 @@ public abstract partial class StateObject
             }
 
             await ApplyDecisionAsync(decision, cancellationToken).ConfigureAwait(false);
-            expected = decision.WorldLine + 1;
+            expected = WorldLine + 1;
         }
 
         if (state.WorldLine >= expected)
@@ -124,16 +125,29 @@ public abstract partial class StateObject
             ThrowIfNotReady();
         }
 
-        if (state.Epoch > _view.Epoch)
-        {
-            _view = state;
-            Interlocked.Exchange(ref _viewChanged, NewSignal()).TrySetResult();
-        }
-
         long committed = state.CommittedVersion(Id);
-        if (committed > Volatile.Read(ref _pruned))
+        if (committed > Volatile.Read(ref _pruned) && state.WorldLine == WorldLine)
         {
             await PruneAsync(committed, cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Replaces the view if <paramref name="state"/> is newer; concurrent callers never move it back.</summary>
+    internal void PublishView(ClusterState state)
+    {
+        while (true)
+        {
+            var current = Volatile.Read(ref _view);
+            if (state.Epoch <= current.Epoch)
+            {
+                return;
+            }
+
+            if (Interlocked.CompareExchange(ref _view, state, current) == current)
+            {
+                Interlocked.Exchange(ref _viewChanged, NewSignal()).TrySetResult();
+                return;
+            }
         }
     }
 
@@ -158,19 +172,20 @@ public abstract partial class StateObject
                 throw error;
             }
 
-            await _gate.CloseAsync().ConfigureAwait(false);
+            // From here on the rollback is all or nothing: no cancellation, and any failure faults the object
+            // (fail-restart), because a half-applied rollback cannot be told apart from a kept state afterwards.
+            await CloseGateAsync().ConfigureAwait(false);
             try
             {
                 long cut = decision.CutFor(Id);
                 restored = !CanKeep(decision, cut);
                 if (restored)
                 {
+                    await RestoreAsync(cut, CancellationToken.None).ConfigureAwait(false);
                     lock (_book)
                     {
                         _records.RemoveAll(r => r.Version > cut);
                     }
-
-                    await RestoreAsync(cut, cancellationToken).ConfigureAwait(false);
 
                     // The current number was used by lost actions' headers: start a fresh one.
                     _version++;
@@ -179,23 +194,43 @@ public abstract partial class StateObject
                 }
                 else
                 {
-                    lock (_book)
-                    {
-                        // Versions above the cut were refused as stale while the decision was pending: report them again.
-                        foreach (var r in _records)
-                        {
-                            if (r.Version > cut)
-                            {
-                                r.Reported = false;
-                            }
-                        }
-                    }
-
                     keptThrough = _version;
                 }
 
-                Volatile.Write(ref _worldLine, decision.WorldLine);
-                await _coordinator!.AcknowledgeRollbackAsync(Id, decision.WorldLine, keptThrough, cancellationToken).ConfigureAwait(false);
+                // Under the reporting lock, so no report of a kept version slips between the reset and the ack.
+                await _reporting.WaitAsync(CancellationToken.None).ConfigureAwait(false);
+                try
+                {
+                    lock (_book)
+                    {
+                        if (!restored)
+                        {
+                            // Versions above the cut were refused as stale while the decision was pending: report them again.
+                            foreach (var r in _records)
+                            {
+                                if (r.Version > cut)
+                                {
+                                    r.Reported = false;
+                                }
+                            }
+                        }
+
+                        _rollbacks.Add((decision.WorldLine, restored ? cut : long.MaxValue));
+                    }
+
+                    _pendingAck = (decision.WorldLine, keptThrough);
+                    Volatile.Write(ref _worldLine, decision.WorldLine);
+                }
+                finally
+                {
+                    _reporting.Release();
+                }
+            }
+            catch (Exception ex) when (Volatile.Read(ref _fault) is null)
+            {
+                var fault = new DseFaultedException($"StateObject {Id} could not apply the rollback of world-line {decision.WorldLine}; restart it.", ex);
+                SetFault(fault);
+                throw fault;
             }
             finally
             {
@@ -218,7 +253,15 @@ public abstract partial class StateObject
             DseLog.RollbackSkipped(_logger, Id, decision.WorldLine);
         }
 
-        await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+        // Delivers the acknowledgement, then the kept versions; a coordinator outage is retried on the next flush.
+        try
+        {
+            await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
+        {
+            DseLog.CoordinatorUnavailable(_logger, Id, ex);
+        }
     }
 
     /// <summary>
@@ -318,7 +361,7 @@ public abstract partial class StateObject
         {
             try
             {
-                var state = await _coordinator!.WaitForChangeAsync(_view.Epoch, cancellationToken).ConfigureAwait(false);
+                var state = await _coordinator!.WaitForChangeAsync(ClusterView.Epoch, cancellationToken).ConfigureAwait(false);
                 await ApplyClusterStateAsync(state, cancellationToken).ConfigureAwait(false);
             }
             catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)

@@ -26,11 +26,18 @@ public abstract partial class StateObject : IAsyncDisposable
     // Serializes reports so the coordinator sees versions in order.
     private readonly SemaphoreSlim _reporting = new(1, 1);
 
-    // Guards _records. Never taken on the action path.
+    // Guards _records and _rollbacks. Never taken on the action path.
     private readonly Lock _book = new();
 
     // Versions handed to Persist and not yet committed, ascending. Guarded by _book.
     private readonly List<VersionRecord> _records = [];
+
+    // What each applied decision did to this object: the world-line and the version restored (long.MaxValue: kept).
+    // Guarded by _book; lets a waiter tell whether its version survived.
+    private readonly List<(long WorldLine, long RestoredTo)> _rollbacks = [];
+
+    // A rollback acknowledgement not yet delivered; sent before any report. Guarded by _reporting.
+    private (long WorldLine, long KeptThrough)? _pendingAck;
 
     // Written only by the writer while the gate is closed; read inside actions, where they cannot change.
     private long _version;
@@ -38,7 +45,8 @@ public abstract partial class StateObject : IAsyncDisposable
     private DependencySet _deps = new();
     private int _dirty;
 
-    private volatile ClusterState _view = ClusterState.Empty;
+    // Replaced only by PublishView (compare-and-swap on the epoch), so it never goes back.
+    private ClusterState _view = ClusterState.Empty;
     private TaskCompletionSource _viewChanged = NewSignal();
     private IDseCoordinator? _coordinator;
     private Exception? _fault;
@@ -73,10 +81,10 @@ public abstract partial class StateObject : IAsyncDisposable
     public long WorldLine => Volatile.Read(ref _worldLine);
 
     /// <summary>The highest own version inside the recoverable boundary, as last heard from the coordinator.</summary>
-    public long CommittedVersion => _view.CommittedVersion(Id);
+    public long CommittedVersion => ClusterView.CommittedVersion(Id);
 
     /// <summary>The cluster state as last heard from the coordinator.</summary>
-    public ClusterState ClusterView => _view;
+    public ClusterState ClusterView => Volatile.Read(ref _view);
 
     /// <summary>Whether <see cref="ConnectAsync"/> has completed.</summary>
     public bool IsConnected => _coordinator is not null;
@@ -154,12 +162,15 @@ public abstract partial class StateObject : IAsyncDisposable
             }
         }
 
-        var view = _view;
+        // A committed version needs no edge, but only the view of our own world-line can say so: a newer view's
+        // committed map belongs to a lineage that may reuse version numbers of lost state.
+        var view = Volatile.Read(ref _view);
+        bool sameLineage = view.WorldLine == worldLine;
         var deps = _deps;
         for (int i = 0; i < dependencies.Length; i++)
         {
             var d = dependencies[i];
-            if (d.ObjectId != Id && d.Version > view.CommittedVersion(d.ObjectId))
+            if (d.ObjectId != Id && !(sameLineage && d.Version <= view.CommittedVersion(d.ObjectId)))
             {
                 deps.Add(d.ObjectId, d.Version);
             }
@@ -254,7 +265,7 @@ public abstract partial class StateObject : IAsyncDisposable
     /// </summary>
     public ValueTask<bool> MergeAsync(Sthread sthread, CancellationToken cancellationToken = default)
     {
-        ArgumentNullException.ThrowIfNull(sthread);
+        ThrowIfNotOwner(sthread);
         if (!sthread.TryCatchUp())
         {
             return new ValueTask<bool>(false);
@@ -272,7 +283,7 @@ public abstract partial class StateObject : IAsyncDisposable
     /// <summary>Like <see cref="MergeAsync"/> without waiting; <see cref="StartActionStatus.Discard"/> if the sthread was rolled back.</summary>
     public StartActionStatus TryMerge(Sthread sthread)
     {
-        ArgumentNullException.ThrowIfNull(sthread);
+        ThrowIfNotOwner(sthread);
         return sthread.TryCatchUp() ? TryStartAction(sthread.WorldLine, sthread.Dependencies) : StartActionStatus.Discard;
     }
 
@@ -291,29 +302,37 @@ public abstract partial class StateObject : IAsyncDisposable
     public Task WaitForViewChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
     {
         var signal = Volatile.Read(ref _viewChanged);
-        return _view.Epoch > knownEpoch ? Task.CompletedTask : signal.Task.WaitAsync(cancellationToken);
+        return ClusterView.Epoch > knownEpoch ? Task.CompletedTask : signal.Task.WaitAsync(cancellationToken);
     }
 
     /// <summary>
-    /// Waits until own version <paramref name="version"/> is inside the recoverable boundary.
+    /// Waits until own version <paramref name="version"/>, produced in <paramref name="worldLine"/>, is inside the
+    /// recoverable boundary.
     /// </summary>
     /// <exception cref="DseRolledBackException">The version was rolled back before it became recoverable.</exception>
+    /// <exception cref="DseFaultedException">The StateObject faulted or was disposed while waiting.</exception>
     public async ValueTask WaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken = default)
     {
         while (true)
         {
-            var view = _view;
+            ThrowIfFaulted();
+            var view = ClusterView;
+
+            // Rollbacks first: a rolled-back number may be committed again by the new lineage.
+            lock (_book)
+            {
+                foreach (var (decided, restoredTo) in _rollbacks)
+                {
+                    if (decided > worldLine && restoredTo < version)
+                    {
+                        throw new DseRolledBackException(decided, new Dependency(Id, version));
+                    }
+                }
+            }
+
             if (view.CommittedVersion(Id) >= version)
             {
                 return;
-            }
-
-            foreach (var d in view.Decisions)
-            {
-                if (d.WorldLine > worldLine && !d.Survives(new Dependency(Id, version)))
-                {
-                    throw new DseRolledBackException(d.WorldLine, new Dependency(Id, version));
-                }
             }
 
             await WaitForViewChangeAsync(view.Epoch, cancellationToken).ConfigureAwait(false);
@@ -350,6 +369,7 @@ public abstract partial class StateObject : IAsyncDisposable
         }
 
         Interlocked.CompareExchange(ref _fault, new ObjectDisposedException(GetType().Name, "The StateObject was disposed."), null);
+        Volatile.Read(ref _viewChanged).TrySetResult();
     }
 
     internal void SetFault(Exception error)
@@ -370,6 +390,11 @@ public abstract partial class StateObject : IAsyncDisposable
             throw new InvalidOperationException($"StateObject {Id} is not connected; call {nameof(ConnectAsync)} first.");
         }
 
+        ThrowIfFaulted();
+    }
+
+    internal void ThrowIfFaulted()
+    {
         var fault = Volatile.Read(ref _fault);
         if (fault is not null)
         {
@@ -377,11 +402,35 @@ public abstract partial class StateObject : IAsyncDisposable
         }
     }
 
+    private void ThrowIfNotOwner(Sthread sthread)
+    {
+        ArgumentNullException.ThrowIfNull(sthread);
+        if (sthread.Owner != this)
+        {
+            throw new ArgumentException($"The sthread was detached from StateObject {sthread.Owner.Id}; only its owner can merge it, not {Id}.", nameof(sthread));
+        }
+    }
+
+    /// <summary>Closes the gate; a broken gate (an exit without an entry) faults the StateObject.</summary>
+    private async ValueTask CloseGateAsync()
+    {
+        try
+        {
+            await _gate.CloseAsync().ConfigureAwait(false);
+        }
+        catch (InvalidOperationException ex)
+        {
+            var fault = new DseFaultedException($"StateObject {Id}: {ex.Message}", ex);
+            SetFault(fault);
+            throw fault;
+        }
+    }
+
     private async ValueTask<bool> StartActionSlowAsync(DseHeader header, StartActionStatus status, CancellationToken cancellationToken)
     {
         while (true)
         {
-            cancellationToken.ThrowIfCancellationRequested();
+            // Accepted means we are inside the gate: return before anything can throw, or the action leaks.
             switch (status)
             {
                 case StartActionStatus.Accepted:
@@ -395,7 +444,7 @@ public abstract partial class StateObject : IAsyncDisposable
                     await AdvanceVersionToAsync(MaxVersion(header), cancellationToken).ConfigureAwait(false);
                     break;
                 case StartActionStatus.WorldLineBehind:
-                    var known = _view.Epoch;
+                    var known = ClusterView.Epoch;
                     await RefreshAsync(cancellationToken).ConfigureAwait(false);
                     if (WorldLine < header.WorldLine)
                     {
@@ -458,7 +507,7 @@ public abstract partial class StateObject : IAsyncDisposable
                 return;
             }
 
-            await _gate.CloseAsync().ConfigureAwait(false);
+            await CloseGateAsync().ConfigureAwait(false);
             try
             {
                 AdvanceUnderGate(target);
@@ -537,6 +586,13 @@ public abstract partial class StateObject : IAsyncDisposable
         await _reporting.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
+            // The coordinator must learn what a rollback kept before it sees reports of the kept versions.
+            if (_pendingAck is { } ack)
+            {
+                await coordinator.AcknowledgeRollbackAsync(Id, ack.WorldLine, ack.KeptThrough, cancellationToken).ConfigureAwait(false);
+                _pendingAck = null;
+            }
+
             while (true)
             {
                 VersionRecord? next = null;

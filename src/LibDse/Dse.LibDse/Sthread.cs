@@ -41,7 +41,9 @@ public sealed class Sthread
     /// <exception cref="DseRolledBackException">The sthread was rolled back.</exception>
     public SthreadStatus TryReceive(in DseHeader header)
     {
-        CatchUp();
+        // One view for both the catch-up and the committed check: a newer view could call a reused number committed.
+        var view = _owner.ClusterView;
+        CatchUp(view);
         if (header.Kind == DseHeaderKind.None)
         {
             return SthreadStatus.Completed;
@@ -58,7 +60,6 @@ public sealed class Sthread
             return SthreadStatus.Pending;
         }
 
-        var view = _owner.ClusterView;
         for (int i = 0; i < header.DependencyCount; i++)
         {
             var d = header.GetDependency(i);
@@ -89,6 +90,7 @@ public sealed class Sthread
                     return false;
                 default:
                     await _owner.WaitForViewChangeAsync(epoch, cancellationToken).ConfigureAwait(false);
+                    _owner.ThrowIfFaulted();
                     break;
             }
         }
@@ -98,7 +100,7 @@ public sealed class Sthread
     /// <exception cref="DseRolledBackException">The sthread was rolled back.</exception>
     public DseHeader Send()
     {
-        CatchUp();
+        CatchUp(_owner.ClusterView);
         return CurrentHeader();
     }
 
@@ -106,8 +108,8 @@ public sealed class Sthread
     /// <exception cref="DseRolledBackException">The sthread was rolled back.</exception>
     public SthreadStatus TryBarrier()
     {
-        CatchUp();
         var view = _owner.ClusterView;
+        CatchUp(view);
         for (int i = 0; i < _count; i++)
         {
             if (!view.IsCommitted(_deps[i]))
@@ -137,24 +139,22 @@ public sealed class Sthread
             }
 
             await _owner.WaitForViewChangeAsync(epoch, cancellationToken).ConfigureAwait(false);
-            if (_owner.Fault is { } fault)
-            {
-                throw new DseFaultedException($"The owner of this sthread, StateObject {_owner.Id}, faulted.", fault);
-            }
+            _owner.ThrowIfFaulted();
         }
     }
 
     internal DseHeader CurrentHeader() => DseHeader.FromDependencies(_worldLine, _deps.AsSpan(0, _count).ToArray());
 
     /// <summary>Applies decisions newer than the sthread's world-line; false once the sthread is rolled back.</summary>
-    internal bool TryCatchUp()
+    internal bool TryCatchUp() => TryCatchUp(_owner.ClusterView);
+
+    private bool TryCatchUp(ClusterState view)
     {
         if (_rolledBack is not null)
         {
             return false;
         }
 
-        var view = _owner.ClusterView;
         if (view.WorldLine <= _worldLine)
         {
             return true;
@@ -196,9 +196,9 @@ public sealed class Sthread
         return true;
     }
 
-    private void CatchUp()
+    private void CatchUp(ClusterState view)
     {
-        if (!TryCatchUp())
+        if (!TryCatchUp(view))
         {
             throw _rolledBack!;
         }
