@@ -117,7 +117,8 @@ public sealed class AzuriteFixture : IAsyncLifetime
             }
             catch (IOException) when (DateTime.UtcNow < deadline)
             {
-                // Another test process is installing; poll for the lock.
+                // Another test process is installing. .NET has no blocking wait on a cross-process file lock, so
+                // retrying the open is the only way; it is bounded by the deadline.
                 await Task.Delay(200);
             }
         }
@@ -232,14 +233,23 @@ public sealed class AzuriteFixture : IAsyncLifetime
                 start.ArgumentList.Add(argument);
             }
 
+            _listening = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            string announcement = $"successfully listens on http://127.0.0.1:{port.ToString(System.Globalization.CultureInfo.InvariantCulture)}";
             _process = new Process { StartInfo = start };
-            _process.OutputDataReceived += (_, e) => AppendOutput(e.Data);
+            _process.OutputDataReceived += (_, e) =>
+            {
+                AppendOutput(e.Data);
+                if (e.Data?.Contains(announcement, StringComparison.Ordinal) == true)
+                {
+                    _listening.TrySetResult();
+                }
+            };
             _process.ErrorDataReceived += (_, e) => AppendOutput(e.Data);
             _process.Start();
             _process.BeginOutputReadLine();
             _process.BeginErrorReadLine();
 
-            if (await WaitUntilListeningAsync(_process, port))
+            if (await WaitUntilListeningAsync(_process))
             {
                 ConnectionString = ConnectionStringFor("127.0.0.1", port);
                 return;
@@ -257,32 +267,27 @@ public sealed class AzuriteFixture : IAsyncLifetime
         throw new InvalidOperationException($"Local Azurite did not start after 3 attempts. Output:\n{output}");
     }
 
-    /// <summary>Readiness polling: connects until the port accepts, the process dies, or the start timeout passes.</summary>
-    private static async Task<bool> WaitUntilListeningAsync(Process process, int port)
+    /// <summary>
+    /// Waits for Azurite's own announcement that it listens (an event on its stdout, no polling), for it to exit, or for
+    /// the start timeout.
+    /// </summary>
+    private async Task<bool> WaitUntilListeningAsync(Process process)
     {
-        var deadline = DateTime.UtcNow + StartTimeout;
-        while (DateTime.UtcNow < deadline)
+        var listening = _listening!;
+        try
         {
-            if (process.HasExited)
-            {
-                return false;
-            }
-
-            using var client = new TcpClient();
-            using var attempt = new CancellationTokenSource(TimeSpan.FromSeconds(1));
-            try
-            {
-                await client.ConnectAsync(IPAddress.Loopback, port, attempt.Token);
-                return true;
-            }
-            catch (Exception ex) when (ex is SocketException or OperationCanceledException)
-            {
-                await Task.Delay(50);
-            }
+            await Task.WhenAny(listening.Task, process.WaitForExitAsync()).WaitAsync(StartTimeout).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            return false;
         }
 
-        return false;
+        return listening.Task.IsCompleted && !process.HasExited;
     }
+
+    // Completed when the running Azurite process announces that it listens.
+    private TaskCompletionSource? _listening;
 
     private void AppendOutput(string? line)
     {
