@@ -16,14 +16,14 @@ public sealed class CounterApp : IAsyncDisposable
     private readonly CounterAppOptions _options;
     private volatile CounterService _counter = null!;
 
-    private CounterApp(InProcessCoordinator coordinator, CounterAppOptions options)
+    private CounterApp(ClusterCoordinator coordinator, CounterAppOptions options)
     {
         Coordinator = coordinator;
         _options = options;
     }
 
     /// <summary>The coordinator.</summary>
-    public InProcessCoordinator Coordinator { get; }
+    public ClusterCoordinator Coordinator { get; }
 
     /// <summary>The frontend clients call.</summary>
     public Frontend Frontend { get; private set; } = null!;
@@ -41,7 +41,7 @@ public sealed class CounterApp : IAsyncDisposable
     public static async Task<CounterApp> StartAsync(CounterAppOptions options, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(options);
-        var app = new CounterApp(new InProcessCoordinator(), options);
+        var app = new CounterApp(new ClusterCoordinator(), options);
         try
         {
             app._counter = new CounterService(app.Options(2), await app.OpenLogAsync("counter", cancellationToken));

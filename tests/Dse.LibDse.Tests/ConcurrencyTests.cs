@@ -6,7 +6,7 @@ public class ConcurrencyTests
     [Fact]
     public async Task Actions_WithBackgroundAdvance_NeverOverlapPersist()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         await using var so = await TestCluster.ConnectAsync(coordinator, 1, background: true);
         var peer = await TestCluster.ConnectAsync(coordinator, 2);
 

@@ -6,7 +6,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task StartActionAsync_CancelledWhileAdvancing_DoesNotLeakTheAction()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         using var cts = new CancellationTokenSource();
         var b = new CancellingStateObject(2, cts);
@@ -27,7 +27,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task Rollback_RestoreThrows_FaultsInsteadOfKeepingLaterState()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         a.Store.AutoDurable = false;
@@ -47,7 +47,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task EndAction_WithoutStart_FaultsWithAClearMessageInsteadOfOverlappingPersist()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
         Assert.True(so.TryStartLocalAction());
         so.EndAction();
         so.EndAction();
@@ -60,7 +60,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task EndActionAsync_NonSpeculative_DisposedWhileWaiting_ThrowsInsteadOfHanging()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1, speculative: false);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1, speculative: false);
         so.Store.AutoDurable = false;
         await so.StartLocalActionAsync();
         var pending = so.EndActionAsync().AsTask();
@@ -73,7 +73,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task EndActionAsync_NonSpeculative_KeptThroughRollback_CompletesInsteadOfThrowing()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var other = await TestCluster.ConnectAsync(coordinator, 1);
         var so = await TestCluster.ConnectAsync(coordinator, 2, speculative: false);
         so.Store.AutoDurable = false;
@@ -97,7 +97,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task MergeAsync_SthreadOfAnotherObject_ThrowsNamingBoth()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         Assert.True(a.TryStartLocalAction());
@@ -111,7 +111,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task ReportPersisted_OlderThanRetainedDecisions_IsStale()
     {
-        var c = new InProcessCoordinator(maxRetainedDecisions: 1);
+        var c = new ClusterCoordinator(maxRetainedDecisions: 1);
         await c.ConnectAsync(new ConnectRequest(1, []));
         await c.ConnectAsync(new ConnectRequest(2, []));
         for (int i = 0; i < 3; i++)
@@ -126,7 +126,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task TryStartAction_ViewAheadOfWorldLine_StillRecordsDependencies()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         var c = await TestCluster.ConnectAsync(coordinator, 3);

@@ -6,7 +6,7 @@ public class RollbackTests
     [Fact]
     public async Task Restart_DependentOnLostVersion_DependentRollsBack()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         a.Store.AutoDurable = false;
@@ -35,7 +35,7 @@ public class RollbackTests
     [Fact]
     public async Task Restart_IndependentObject_KeepsItsStateWithoutRestoring()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var c = await TestCluster.ConnectAsync(coordinator, 3);
         c.Store.AutoDurable = false;
@@ -60,7 +60,7 @@ public class RollbackTests
     [Fact]
     public async Task Restart_SurvivingDurableState_IsRestoredNotLost()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         TestCluster.Send(a, 1);
         await a.AdvanceVersionAsync();
@@ -82,7 +82,7 @@ public class RollbackTests
     [Fact]
     public async Task Restart_OldIncarnationStillRunning_IsFaultedAsSuperseded()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var a2 = MemoryStateObject.Create(1, a.Store);
         await a2.ConnectAsync(coordinator);
@@ -94,7 +94,7 @@ public class RollbackTests
     [Fact]
     public async Task TwoFailures_AppliedInWorldLineOrder()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         var c = await TestCluster.ConnectAsync(coordinator, 3);
@@ -119,7 +119,7 @@ public class RollbackTests
     [Fact]
     public async Task Refresh_DecisionNoLongerRetained_FaultsInsteadOfSkippingIt()
     {
-        var coordinator = new InProcessCoordinator(maxRetainedDecisions: 1);
+        var coordinator = new ClusterCoordinator(maxRetainedDecisions: 1);
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         await MemoryStateObject.Create(1, a.Store).ConnectAsync(coordinator);
@@ -132,7 +132,7 @@ public class RollbackTests
     [Fact]
     public async Task Rollback_NeverGoesBelowCommittedVersion()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         await TestCluster.ReceiveAsync(b, TestCluster.Send(a, 1), 2);

@@ -18,7 +18,7 @@ internal sealed class Simulation
 {
     private readonly Random _rng;
     private readonly int _seed;
-    private readonly InProcessCoordinator _coordinator = new();
+    private readonly ClusterCoordinator _coordinator = new();
     private readonly Node[] _nodes;
     private readonly List<Message> _inFlight = [];
     private readonly List<Message> _allMessages = [];

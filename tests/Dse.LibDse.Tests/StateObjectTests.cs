@@ -5,7 +5,7 @@ public class StateObjectTests
     [Fact]
     public async Task ConnectAsync_FreshStorage_RestoresInitialStateAtVersionOne()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
 
         Assert.Equal([0L], so.RestoredVersions);
         Assert.Equal(1, so.CurrentVersion);
@@ -16,7 +16,7 @@ public class StateObjectTests
     [Fact]
     public async Task ConnectAsync_Twice_Throws()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var so = await TestCluster.ConnectAsync(coordinator, 1);
         await Assert.ThrowsAsync<InvalidOperationException>(() => so.ConnectAsync(coordinator).AsTask());
     }
@@ -41,7 +41,7 @@ public class StateObjectTests
     [Fact]
     public async Task EndAction_LocalAction_ReturnsOriginHeaderOfCurrentVertex()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 7);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 7);
 
         var header = TestCluster.Send(so, 1);
 
@@ -51,7 +51,7 @@ public class StateObjectTests
     [Fact]
     public async Task AdvanceVersionAsync_PersistsCurrentVersionWithMetadataAndMovesOn()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
         TestCluster.Send(so, 10);
 
         await so.AdvanceVersionAsync();
@@ -68,7 +68,7 @@ public class StateObjectTests
     [Fact]
     public async Task StartActionAsync_MessageFromOtherObject_RecordsDependencyInPersistMetadata()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
 
@@ -82,7 +82,7 @@ public class StateObjectTests
     [Fact]
     public async Task TryStartAction_MessageFromHigherVersion_ReportsVersionBehindUntilAdvanced()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         for (int i = 0; i < 3; i++)
@@ -105,7 +105,7 @@ public class StateObjectTests
     [Fact]
     public async Task TryStartAction_MessageFromLowerWorldLine_IsDiscarded()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         var c = await TestCluster.ConnectAsync(coordinator, 3);
@@ -126,7 +126,7 @@ public class StateObjectTests
     [Fact]
     public async Task TryStartAction_MessageFromHigherWorldLine_IsDelayedUntilCaughtUp()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         await a.DisposeAsync();
@@ -146,7 +146,7 @@ public class StateObjectTests
     [Fact]
     public async Task StartActionAsync_MalformedHeaderBytes_ThrowsFormatExceptionAndStartsNothing()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
 
         await Assert.ThrowsAsync<DseHeaderFormatException>(() => so.StartActionAsync(new byte[] { 0xD5, 1, 1 }).AsTask());
 
@@ -158,7 +158,7 @@ public class StateObjectTests
     [Fact]
     public async Task StartActionAsync_NoHeader_RunsAsLocalAction()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
         Assert.True(await so.StartActionAsync(ReadOnlyMemory<byte>.Empty));
         so.EndAction();
     }
@@ -166,7 +166,7 @@ public class StateObjectTests
     [Fact]
     public async Task Boundary_DependentVersion_CommitsOnlyAfterItsDependency()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         a.Store.AutoDurable = false;
@@ -187,7 +187,7 @@ public class StateObjectTests
     [Fact]
     public async Task RefreshAsync_CommittedAdvances_PrunesVersionsBelowCommitted()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
         for (int i = 0; i < 3; i++)
         {
             TestCluster.Send(so, i);
@@ -204,7 +204,7 @@ public class StateObjectTests
     [Fact]
     public async Task EndActionAsync_NonSpeculative_ReturnsOnlyOnceTheVersionIsRecoverable()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         await using var so = await TestCluster.ConnectAsync(coordinator, 1, speculative: false, background: true);
         so.Store.AutoDurable = false;
 
@@ -224,7 +224,7 @@ public class StateObjectTests
     [Fact]
     public async Task EndActionAsync_Speculative_ReturnsAtOnce()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
         await so.StartLocalActionAsync();
         var task = so.EndActionAsync();
         Assert.True(task.IsCompletedSuccessfully);
@@ -234,7 +234,7 @@ public class StateObjectTests
     public async Task Persist_Throws_FaultsTheStateObject()
     {
         var so = new ThrowingStateObject();
-        await so.ConnectAsync(new InProcessCoordinator());
+        await so.ConnectAsync(new ClusterCoordinator());
 
         await Assert.ThrowsAsync<InvalidOperationException>(() => so.AdvanceVersionAsync().AsTask());
 
@@ -245,7 +245,7 @@ public class StateObjectTests
     [Fact]
     public async Task PersistCompletion_SetFailed_FaultsTheStateObject()
     {
-        var so = await TestCluster.ConnectAsync(new InProcessCoordinator(), 1);
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
         so.Store.AutoDurable = false;
         await so.AdvanceVersionAsync();
 
@@ -262,7 +262,7 @@ public class StateObjectTests
         store.Durable[3] = new MemoryVersionStore.Snapshot([1, 2, 3], []);
         var so = MemoryStateObject.Create(1, store);
 
-        var ex = await Assert.ThrowsAsync<DseHeaderFormatException>(() => so.ConnectAsync(new InProcessCoordinator()).AsTask());
+        var ex = await Assert.ThrowsAsync<DseHeaderFormatException>(() => so.ConnectAsync(new ClusterCoordinator()).AsTask());
         Assert.Contains("version 3", ex.Message, StringComparison.Ordinal);
     }
 

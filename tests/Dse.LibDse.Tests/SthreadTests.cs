@@ -5,7 +5,7 @@ public class SthreadTests
     [Fact]
     public async Task BarrierAsync_CompletesOnlyOnceObservedStateIsRecoverable()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         a.Store.AutoDurable = false;
         Assert.True(a.TryStartLocalAction());
@@ -27,7 +27,7 @@ public class SthreadTests
     [Fact]
     public async Task BarrierAsync_ObservedStateRolledBack_Throws()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         a.Store.AutoDurable = false;
@@ -52,7 +52,7 @@ public class SthreadTests
     [Fact]
     public async Task Sthread_SurvivingDecision_MovesToNewWorldLineAndStaysUsable()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         Assert.True(b.TryStartLocalAction());
@@ -73,7 +73,7 @@ public class SthreadTests
     [Fact]
     public async Task Merge_CarriesDependenciesTheSthreadReceived()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         var c = await TestCluster.ConnectAsync(coordinator, 3);
@@ -99,7 +99,7 @@ public class SthreadTests
     [Fact]
     public async Task TryReceive_MessageFromLowerWorldLine_IsDiscarded()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         var old = TestCluster.Send(a, 1);
@@ -118,7 +118,7 @@ public class SthreadTests
     [Fact]
     public async Task TryReceive_MessageFromHigherWorldLine_IsPendingUntilOwnerCatchesUp()
     {
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         Assert.True(b.TryStartLocalAction());

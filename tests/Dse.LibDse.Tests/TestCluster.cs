@@ -3,7 +3,7 @@ namespace Dse.Tests;
 /// <summary>Helpers to build small clusters of <see cref="MemoryStateObject"/>s around one in-process coordinator.</summary>
 internal static class TestCluster
 {
-    public static async Task<MemoryStateObject> ConnectAsync(InProcessCoordinator coordinator, long id, MemoryVersionStore? store = null, bool speculative = true, bool background = false)
+    public static async Task<MemoryStateObject> ConnectAsync(ClusterCoordinator coordinator, long id, MemoryVersionStore? store = null, bool speculative = true, bool background = false)
     {
         var so = MemoryStateObject.Create(id, store, background, speculative);
         await so.ConnectAsync(coordinator);

@@ -20,7 +20,7 @@ public class PrimitivesBenchmarks
     [GlobalSetup]
     public async Task SetupAsync()
     {
-        _so = await NoopStateObject.ConnectNewAsync(new InProcessCoordinator(), 1, runBackgroundTasks: false, TimeSpan.FromMilliseconds(10));
+        _so = await NoopStateObject.ConnectNewAsync(new ClusterCoordinator(), 1, runBackgroundTasks: false, TimeSpan.FromMilliseconds(10));
         for (int i = 0; i < 7; i++)
         {
             await _so.AdvanceVersionAsync();

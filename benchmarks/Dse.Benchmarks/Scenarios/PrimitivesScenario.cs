@@ -45,7 +45,7 @@ public sealed class PrimitivesScenario : IScenario
         var scaleRun = context.Pick(TimeSpan.FromMilliseconds(500), TimeSpan.FromMilliseconds(150));
         int scaleReps = context.Pick(5, 3);
 
-        var coordinator = new InProcessCoordinator();
+        var coordinator = new ClusterCoordinator();
         var so = await NoopStateObject.ConnectNewAsync(coordinator, SelfId, runBackgroundTasks: true, TimeSpan.FromMilliseconds(10)).ConfigureAwait(false);
         await using (so.ConfigureAwait(false))
         {

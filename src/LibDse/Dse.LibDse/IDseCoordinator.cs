@@ -1,7 +1,7 @@
 namespace Dse;
 
 /// <summary>
-/// The coordinator as participants see it. Implemented in process (<see cref="InProcessCoordinator"/>) and, out of
+/// The coordinator as participants see it. Implemented in process (<see cref="ClusterCoordinator"/>) and, out of
 /// process, by a gRPC client; the runtime calls nothing else, so either drops in.
 /// </summary>
 public interface IDseCoordinator

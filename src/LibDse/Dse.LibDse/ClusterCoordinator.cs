@@ -4,11 +4,12 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace Dse;
 
 /// <summary>
-/// A coordinator that lives in the participants' process: the graph view, the boundary closure and rollback decisions,
-/// for tests and embedded use. It keeps decisions in memory only, so it does not survive its process; the durable,
-/// out-of-process coordinator implements the same <see cref="IDseCoordinator"/>.
+/// The coordinator's state machine: the graph view, the boundary closure and rollback decisions. Today it runs in the
+/// participants' process (embedded use, tests, the simulation) and keeps decisions in memory only, so it does not
+/// survive its process; the durable, out-of-process coordinator (docs/coordinator.md) builds on it behind the same
+/// <see cref="IDseCoordinator"/>.
 /// </summary>
-public sealed class InProcessCoordinator : IDseCoordinator
+public sealed class ClusterCoordinator : IDseCoordinator
 {
     private readonly Lock _lock = new();
     private readonly ILogger _logger;
@@ -25,10 +26,10 @@ public sealed class InProcessCoordinator : IDseCoordinator
     /// <summary>Creates an empty coordinator.</summary>
     /// <param name="logger">Where decisions are logged.</param>
     /// <param name="maxRetainedDecisions">How many recent decisions the cluster state carries (sthreads older than that are treated as rolled back).</param>
-    public InProcessCoordinator(ILogger<InProcessCoordinator>? logger = null, int maxRetainedDecisions = 64)
+    public ClusterCoordinator(ILogger<ClusterCoordinator>? logger = null, int maxRetainedDecisions = 64)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(maxRetainedDecisions);
-        _logger = logger ?? NullLogger<InProcessCoordinator>.Instance;
+        _logger = logger ?? NullLogger<ClusterCoordinator>.Instance;
         _maxRetainedDecisions = maxRetainedDecisions;
     }
 

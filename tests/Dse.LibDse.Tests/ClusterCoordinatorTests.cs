@@ -1,13 +1,13 @@
 namespace Dse.Tests;
 
-public class InProcessCoordinatorTests
+public class ClusterCoordinatorTests
 {
     private static ConnectRequest Request(long id, params VersionReport[] versions) => new(id, versions);
 
     [Fact]
     public async Task ReportPersisted_UnknownParticipant_ThrowsAndChangesNothing()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         long epoch = c.State.Epoch;
 
         var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(9, new VersionReport(1, 0, [])).AsTask());
@@ -19,7 +19,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task ReportPersisted_WorldLineFromTheFuture_Throws()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await c.ConnectAsync(Request(1));
 
         var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(1, new VersionReport(1, 5, [])).AsTask());
@@ -29,7 +29,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task ReportPersisted_VersionZero_Throws()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await c.ConnectAsync(Request(1));
         await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(1, new VersionReport(0, 0, [])).AsTask());
     }
@@ -37,7 +37,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task Connect_VersionsNotAscending_ThrowsAndRegistersNothing()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ConnectAsync(Request(1, new(2, 0, []), new(1, 0, []))).AsTask());
         await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(1, new VersionReport(1, 0, [])).AsTask());
     }
@@ -45,7 +45,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task ReportPersisted_StaleLineage_IsRefusedAndChangesNothing()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await c.ConnectAsync(Request(1));
         await c.ConnectAsync(Request(2));
         await c.ConnectAsync(Request(1));   // restart: world-line 1, cut of 2 is 0
@@ -61,7 +61,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task ReportPersisted_SameVersionTwice_IsDuplicate()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await c.ConnectAsync(Request(1));
         Assert.Equal(ReportOutcome.Accepted, await c.ReportPersistedAsync(1, new VersionReport(1, 0, [])));
         Assert.Equal(ReportOutcome.Duplicate, await c.ReportPersistedAsync(1, new VersionReport(1, 0, [])));
@@ -70,7 +70,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task AcknowledgeRollback_WorldLineNotDecided_Throws()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await c.ConnectAsync(Request(1));
         await Assert.ThrowsAsync<DseCoordinatorException>(() => c.AcknowledgeRollbackAsync(1, 3, 0).AsTask());
     }
@@ -78,7 +78,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task WaitForChangeAsync_CompletesWhenBoundaryMoves()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await c.ConnectAsync(Request(1));
         long epoch = c.State.Epoch;
         var wait = c.WaitForChangeAsync(epoch).AsTask();
@@ -93,7 +93,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task Connect_KnownId_IsARestartWithNewWorldLine()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         var first = await c.ConnectAsync(Request(1, new VersionReport(1, 0, [])));
         Assert.False(first.IsRestart);
         Assert.Equal(1, first.RestoreVersion);
@@ -109,7 +109,7 @@ public class InProcessCoordinatorTests
     [Fact]
     public async Task Connect_RestartListingOldLineage_DropsVersionsAnEarlierDecisionRemoved()
     {
-        var c = new InProcessCoordinator();
+        var c = new ClusterCoordinator();
         await c.ConnectAsync(Request(1));
         await c.ConnectAsync(Request(2));
         await c.ReportPersistedAsync(2, new VersionReport(1, 0, [new Dependency(1, 1)]));
