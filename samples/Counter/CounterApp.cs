@@ -15,6 +15,8 @@ public sealed class CounterApp : IAsyncDisposable
     private readonly Dictionary<string, InMemoryStorage> _memory = [];
     private readonly CounterAppOptions _options;
     private volatile CounterService _counter = null!;
+    private volatile LoggingService _logging = null!;
+    private volatile Frontend _frontend = null!;
 
     private CounterApp(ClusterCoordinator coordinator, CounterAppOptions options)
     {
@@ -25,17 +27,17 @@ public sealed class CounterApp : IAsyncDisposable
     /// <summary>The coordinator.</summary>
     public ClusterCoordinator Coordinator { get; }
 
-    /// <summary>The frontend clients call.</summary>
-    public Frontend Frontend { get; private set; } = null!;
+    /// <summary>The frontend's current incarnation, which clients call.</summary>
+    public Frontend Frontend => _frontend;
 
     /// <summary>The counter service's current incarnation.</summary>
     public CounterService Counter => _counter;
 
-    /// <summary>How many times the counter service was restarted.</summary>
-    public int CounterRestarts { get; private set; }
+    /// <summary>How many times a service was crashed and restarted.</summary>
+    public int Restarts { get; private set; }
 
-    /// <summary>The logging service.</summary>
-    public LoggingService Logging { get; private set; } = null!;
+    /// <summary>The logging service's current incarnation.</summary>
+    public LoggingService Logging => _logging;
 
     /// <summary>Starts the three services and connects them.</summary>
     public static async Task<CounterApp> StartAsync(CounterAppOptions options, CancellationToken cancellationToken = default)
@@ -44,12 +46,12 @@ public sealed class CounterApp : IAsyncDisposable
         var app = new CounterApp(new ClusterCoordinator(), options);
         try
         {
-            app._counter = new CounterService(app.Options(2), await app.OpenLogAsync("counter", cancellationToken));
-            app.Logging = new LoggingService(app.Options(3), await app.OpenLogAsync("logging", cancellationToken));
-            app.Frontend = new Frontend(app.Options(1), await app.OpenLogAsync("frontend", cancellationToken), () => app._counter, () => app.Logging);
-            await app.Counter.ConnectAsync(app.Coordinator, cancellationToken);
-            await app.Logging.ConnectAsync(app.Coordinator, cancellationToken);
-            await app.Frontend.ConnectAsync(app.Coordinator, cancellationToken);
+            app._counter = await app.CreateAsync("counter", cancellationToken) as CounterService ?? throw new InvalidOperationException();
+            app._logging = await app.CreateAsync("logging", cancellationToken) as LoggingService ?? throw new InvalidOperationException();
+            app._frontend = await app.CreateAsync("frontend", cancellationToken) as Frontend ?? throw new InvalidOperationException();
+            await app._counter.ConnectAsync(app.Coordinator, cancellationToken);
+            await app._logging.ConnectAsync(app.Coordinator, cancellationToken);
+            await app._frontend.ConnectAsync(app.Coordinator, cancellationToken);
             return app;
         }
         catch
@@ -60,24 +62,48 @@ public sealed class CounterApp : IAsyncDisposable
     }
 
     /// <summary>
-    /// Crashes the counter service: every write not yet on its device is lost (a crash cut), the instance stops, and a
-    /// new incarnation starts on the same storage and connects, which the coordinator treats as a failure.
+    /// Crashes one service (<c>frontend</c>, <c>counter</c> or <c>logging</c>): every write not yet on its device is lost
+    /// (a crash cut), the instance stops, and a new incarnation starts on the same storage and connects, which the
+    /// coordinator treats as a failure. Requests in flight through the old instance fail with a DSE exception.
     /// </summary>
-    public async Task CrashAndRestartCounterAsync(CancellationToken cancellationToken = default)
+    /// <exception cref="ArgumentException">The service name is not one of the three.</exception>
+    public async Task CrashAndRestartAsync(string service, CancellationToken cancellationToken = default)
     {
-        _devices["counter"].CutNow();
-        await _counter.DisposeAsync();
-        await _logs["counter"].DisposeAsync();
-        var restarted = new CounterService(Options(2), await OpenLogAsync("counter", cancellationToken));
+        StateObject old = service switch
+        {
+            "frontend" => _frontend,
+            "counter" => _counter,
+            "logging" => _logging,
+            _ => throw new ArgumentException($"Unknown service '{service}'; expected frontend, counter or logging.", nameof(service)),
+        };
+        _devices[service].CutNow();
+        await old.DisposeAsync();
+        await _logs[service].DisposeAsync();
+        var restarted = await CreateAsync(service, cancellationToken);
         await restarted.ConnectAsync(Coordinator, cancellationToken);
-        _counter = restarted;
-        CounterRestarts++;
+        switch (restarted)
+        {
+            case Frontend f:
+                _frontend = f;
+                break;
+            case CounterService c:
+                _counter = c;
+                break;
+            case LoggingService l:
+                _logging = l;
+                break;
+        }
+
+        Restarts++;
     }
+
+    /// <summary>Crashes and restarts the counter service; see <see cref="CrashAndRestartAsync"/>.</summary>
+    public Task CrashAndRestartCounterAsync(CancellationToken cancellationToken = default) => CrashAndRestartAsync("counter", cancellationToken);
 
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
     {
-        foreach (var so in new StateObject?[] { Frontend, _counter, Logging })
+        foreach (var so in new StateObject?[] { _frontend, _counter, _logging })
         {
             if (so is not null)
             {
@@ -89,6 +115,17 @@ public sealed class CounterApp : IAsyncDisposable
         {
             await log.DisposeAsync();
         }
+    }
+
+    private async Task<StateObject> CreateAsync(string service, CancellationToken cancellationToken)
+    {
+        var log = await OpenLogAsync(service, cancellationToken);
+        return service switch
+        {
+            "frontend" => new Frontend(Options(1), log, () => _counter, () => _logging),
+            "counter" => new CounterService(Options(2), log),
+            _ => new LoggingService(Options(3), log),
+        };
     }
 
     private DseOptions Options(long id) => new()

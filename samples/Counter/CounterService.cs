@@ -18,7 +18,7 @@ public sealed class CounterService(DseOptions options, SnapshotLog log) : Snapsh
     {
         if (!await StartActionAsync(request, cancellationToken))
         {
-            throw new DseRolledBackException("The increment request came from rolled-back state; it was discarded.");
+            throw new DseRolledBackException("The increment request came from state that was, or is being, rolled back; it was discarded.");
         }
 
         long value = Interlocked.Increment(ref _value);

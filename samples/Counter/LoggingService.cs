@@ -28,7 +28,7 @@ public sealed class LoggingService(DseOptions options, SnapshotLog log) : Snapsh
     {
         if (!await StartActionAsync(request, cancellationToken))
         {
-            throw new DseRolledBackException("The log request came from rolled-back state; it was discarded.");
+            throw new DseRolledBackException("The log request came from state that was, or is being, rolled back; it was discarded.");
         }
 
         lock (_lock)

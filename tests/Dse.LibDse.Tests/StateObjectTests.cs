@@ -124,6 +124,28 @@ public class StateObjectTests
     }
 
     [Fact]
+    public async Task TryStartAction_MessageFromLowerWorldLineWhoseOriginSurvived_IsAccepted()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        var c = await TestCluster.ConnectAsync(coordinator, 3);
+        var header = TestCluster.Send(a, 1);
+        await a.AdvanceVersionAsync();   // a@1 durable: it survives the coming decision
+
+        await c.DisposeAsync();
+        await MemoryStateObject.Create(3, c.Store).ConnectAsync(coordinator);
+        await b.RefreshAsync();
+        Assert.Equal(1, b.WorldLine);
+        Assert.Equal(0, header.WorldLine);
+
+        // a has not caught up yet, but what it sent survived: b takes it (and records the edge).
+        Assert.True(await TestCluster.ReceiveAsync(b, header, 2));
+        await b.AdvanceVersionAsync();
+        Assert.Equal([2L], b.History);
+    }
+
+    [Fact]
     public async Task TryStartAction_MessageFromHigherWorldLine_IsDelayedUntilCaughtUp()
     {
         var coordinator = new ClusterCoordinator();

@@ -13,6 +13,45 @@ public sealed record ClusterState(long Epoch, long WorldLine, IReadOnlyList<Roll
     /// <summary>The committed (recoverable) version of <paramref name="objectId"/>, 0 if none.</summary>
     public long CommittedVersion(long objectId) => Committed.TryGetValue(objectId, out long v) ? v : 0;
 
+    /// <summary>
+    /// Whether every dependency, observed in world-line <paramref name="from"/>, survived each decision up to world-line
+    /// <paramref name="to"/> (its version is within that decision's cut). False when a decision in between is no longer
+    /// retained: survival cannot be shown then.
+    /// </summary>
+    public bool Survived(ReadOnlySpan<Dependency> dependencies, long from, long to)
+    {
+        long expected = from + 1;
+        foreach (var decision in Decisions)
+        {
+            if (decision.WorldLine < expected)
+            {
+                continue;
+            }
+
+            if (decision.WorldLine > to)
+            {
+                break;
+            }
+
+            if (decision.WorldLine > expected)
+            {
+                return false;
+            }
+
+            foreach (var d in dependencies)
+            {
+                if (!decision.Survives(d))
+                {
+                    return false;
+                }
+            }
+
+            expected++;
+        }
+
+        return expected > to;
+    }
+
     /// <summary>Whether <paramref name="dependency"/> lies inside the recoverable boundary.</summary>
     public bool IsCommitted(Dependency dependency) => dependency.Version <= CommittedVersion(dependency.ObjectId);
 }

@@ -142,14 +142,19 @@ public abstract partial class StateObject : IAsyncDisposable
         long worldLine = _worldLine;
         if (senderWorldLine != worldLine)
         {
-            _gate.Exit();
-            if (senderWorldLine < worldLine)
+            // Recovery partition. A message from a lower world-line is discarded unless everything it carries provably
+            // survived every decision since: then it is surviving state, merely sent before its sender caught up.
+            if (senderWorldLine > worldLine || !ClusterView.Survived(dependencies, senderWorldLine, worldLine))
             {
-                DseTelemetry.MessagesDiscarded.Add(1);
-                return StartActionStatus.Discard;
-            }
+                _gate.Exit();
+                if (senderWorldLine < worldLine)
+                {
+                    DseTelemetry.MessagesDiscarded.Add(1);
+                    return StartActionStatus.Discard;
+                }
 
-            return StartActionStatus.WorldLineBehind;
+                return StartActionStatus.WorldLineBehind;
+            }
         }
 
         long version = _version;

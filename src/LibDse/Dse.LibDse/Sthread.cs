@@ -49,7 +49,7 @@ public sealed class Sthread
             return SthreadStatus.Completed;
         }
 
-        if (header.WorldLine < _worldLine)
+        if (header.WorldLine < _worldLine && !SurvivedSince(header, view))
         {
             DseTelemetry.MessagesDiscarded.Add(1);
             return SthreadStatus.Discard;
@@ -141,6 +141,17 @@ public sealed class Sthread
             await _owner.WaitForViewChangeAsync(epoch, cancellationToken).ConfigureAwait(false);
             _owner.ThrowIfFaulted();
         }
+    }
+
+    private bool SurvivedSince(in DseHeader header, ClusterState view)
+    {
+        if (header.Kind == DseHeaderKind.Origin)
+        {
+            var origin = header.GetDependency(0);
+            return view.Survived(new ReadOnlySpan<Dependency>(in origin), header.WorldLine, _worldLine);
+        }
+
+        return view.Survived(header.Dependencies, header.WorldLine, _worldLine);
     }
 
     internal DseHeader CurrentHeader() => DseHeader.FromDependencies(_worldLine, _deps.AsSpan(0, _count).ToArray());
