@@ -43,15 +43,18 @@ public sealed class CounterApp : IAsyncDisposable
     public static async Task<CounterApp> StartAsync(CounterAppOptions options, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(options);
-        var app = new CounterApp(new ClusterCoordinator(), options);
+        // Predetermined membership: after a whole-app restart, the services resume from one consistent cut.
+        var app = new CounterApp(new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2, 3] }), options);
         try
         {
             app._counter = await app.CreateAsync("counter", cancellationToken) as CounterService ?? throw new InvalidOperationException();
             app._logging = await app.CreateAsync("logging", cancellationToken) as LoggingService ?? throw new InvalidOperationException();
             app._frontend = await app.CreateAsync("frontend", cancellationToken) as Frontend ?? throw new InvalidOperationException();
-            await app._counter.ConnectAsync(app.Coordinator, cancellationToken);
-            await app._logging.ConnectAsync(app.Coordinator, cancellationToken);
-            await app._frontend.ConnectAsync(app.Coordinator, cancellationToken);
+            // Together: a cold start answers once every expected service has listed its storage.
+            await Task.WhenAll(
+                app._counter.ConnectAsync(app.Coordinator, cancellationToken).AsTask(),
+                app._logging.ConnectAsync(app.Coordinator, cancellationToken).AsTask(),
+                app._frontend.ConnectAsync(app.Coordinator, cancellationToken).AsTask());
             return app;
         }
         catch

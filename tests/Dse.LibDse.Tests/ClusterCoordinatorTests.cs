@@ -122,4 +122,35 @@ public class ClusterCoordinatorTests
         Assert.Equal(0, response.RestoreVersion);
         Assert.Equal(2, response.WorldLine);
     }
+
+    [Fact]
+    public async Task Connect_ColdStart_RestoresEveryoneToOneConsistentCut()
+    {
+        // Storage left by a whole-cluster crash: 1's version 2 depends on 2's version 3, which 2 never made durable.
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2] });
+        var first = c.ConnectAsync(Request(1, new VersionReport(1, 0, []), new VersionReport(2, 0, [new Dependency(2, 3)]))).AsTask();
+        Assert.False(first.IsCompleted);   // waits for the other expected participant's storage
+
+        var second = await c.ConnectAsync(Request(2, new VersionReport(1, 0, []), new VersionReport(2, 0, [])));
+        var firstResponse = await first.WaitAsync(TimeSpan.FromSeconds(30));
+
+        Assert.Equal(1, firstResponse.RestoreVersion);
+        Assert.Equal(2, second.RestoreVersion);
+        Assert.Equal(0, firstResponse.WorldLine);
+    }
+
+    [Fact]
+    public async Task Connect_ColdStartUnexpectedParticipant_Throws()
+    {
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2] });
+        var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ConnectAsync(Request(9)).AsTask());
+        Assert.Contains("not among the expected participants", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Constructor_EmptyExpectedParticipants_ThrowsNamingOption()
+    {
+        var ex = Assert.Throws<ArgumentException>(() => new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [] }));
+        Assert.Contains("ExpectedParticipants", ex.Message, StringComparison.Ordinal);
+    }
 }

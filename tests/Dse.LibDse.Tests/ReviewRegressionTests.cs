@@ -111,7 +111,7 @@ public class ReviewRegressionTests
     [Fact]
     public async Task ReportPersisted_OlderThanRetainedDecisions_IsStale()
     {
-        var c = new ClusterCoordinator(maxRetainedDecisions: 1);
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { MaxRetainedDecisions = 1 });
         await c.ConnectAsync(new ConnectRequest(1, []));
         await c.ConnectAsync(new ConnectRequest(2, []));
         for (int i = 0; i < 3; i++)
@@ -142,6 +142,80 @@ public class ReviewRegressionTests
         b.EndAction();
         await b.AdvanceVersionAsync();
         Assert.Equal([new Dependency(1, 1)], VersionMetadata.Decode(1, b.Store.Durable[1].Metadata).Dependencies);
+    }
+
+    [Fact]
+    public async Task EndActionAsync_NonSpeculative_VersionRolledBack_ThrowsWithoutAnotherBoundaryChange()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var so = await TestCluster.ConnectAsync(coordinator, 2, speculative: false);
+        a.Store.AutoDurable = false;
+        so.Store.AutoDurable = false;
+        Assert.True(await so.StartActionAsync(TestCluster.Send(a, 1)));
+        var pending = so.EndActionAsync().AsTask();
+
+        await a.DisposeAsync();
+        a.Store.Crash();
+        await MemoryStateObject.Create(1, a.Store).ConnectAsync(coordinator);
+        await so.RefreshAsync();   // publishes the view, then applies the decision: nothing else will change
+
+        await Assert.ThrowsAsync<DseRolledBackException>(() => pending.WaitAsync(TimeSpan.FromSeconds(30)));
+    }
+
+    [Fact]
+    public async Task Acknowledgements_FirstOneFails_AllAreDeliveredInOrderAndKeptVersionsCommit()
+    {
+        var inner = new ClusterCoordinator();
+        var flaky = new FlakyAcknowledgements(inner) { FailuresLeft = 1 };
+        var a = await TestCluster.ConnectAsync(inner, 1);
+        var c = await TestCluster.ConnectAsync(inner, 3);
+        var b = MemoryStateObject.Create(2);
+        await b.ConnectAsync(flaky);
+        b.Store.AutoDurable = false;
+        TestCluster.Send(b, 20);
+        await b.AdvanceVersionAsync();   // persisted in world-line 0, not yet durable
+
+        // Two unrelated restarts; b keeps its state through both, and its first acknowledgement is lost.
+        await a.DisposeAsync();
+        await MemoryStateObject.Create(1, a.Store).ConnectAsync(inner);
+        await c.DisposeAsync();
+        await MemoryStateObject.Create(3, c.Store).ConnectAsync(inner);
+        await b.RefreshAsync();
+        Assert.Equal(2, b.WorldLine);
+
+        b.Store.CompleteOldest();
+        await b.RefreshAsync();
+
+        Assert.Equal([1L, 2L], flaky.Delivered);
+        Assert.Equal(1, b.CommittedVersion);
+    }
+
+    private sealed class FlakyAcknowledgements(ClusterCoordinator inner) : IDseCoordinator
+    {
+        public int FailuresLeft { get; set; }
+
+        public List<long> Delivered { get; } = [];
+
+        public ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default) => inner.ConnectAsync(request, cancellationToken);
+
+        public ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default) => inner.ReportPersistedAsync(objectId, report, cancellationToken);
+
+        public async ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default)
+        {
+            if (FailuresLeft > 0)
+            {
+                FailuresLeft--;
+                throw new IOException("coordinator unreachable");
+            }
+
+            await inner.AcknowledgeRollbackAsync(objectId, worldLine, keptThrough, cancellationToken);
+            Delivered.Add(worldLine);
+        }
+
+        public ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default) => inner.GetStateAsync(cancellationToken);
+
+        public ValueTask<ClusterState> WaitForChangeAsync(long knownEpoch, CancellationToken cancellationToken = default) => inner.WaitForChangeAsync(knownEpoch, cancellationToken);
     }
 
     private sealed class CancellingStateObject(long id, CancellationTokenSource cts) : StateObject(new DseOptions { ObjectId = id, RunBackgroundTasks = false })

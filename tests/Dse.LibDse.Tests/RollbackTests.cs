@@ -119,7 +119,7 @@ public class RollbackTests
     [Fact]
     public async Task Refresh_DecisionNoLongerRetained_FaultsInsteadOfSkippingIt()
     {
-        var coordinator = new ClusterCoordinator(maxRetainedDecisions: 1);
+        var coordinator = new ClusterCoordinator(new ClusterCoordinatorOptions { MaxRetainedDecisions = 1 });
         var a = await TestCluster.ConnectAsync(coordinator, 1);
         var b = await TestCluster.ConnectAsync(coordinator, 2);
         await MemoryStateObject.Create(1, a.Store).ConnectAsync(coordinator);

@@ -23,14 +23,22 @@ public sealed class ClusterCoordinator : IDseCoordinator
     private ClusterState _state = ClusterState.Empty;
     private TaskCompletionSource<ClusterState> _changed = NewSignal();
 
+    // Cold start (ExpectedParticipants set): who still has to connect, and the first connects waiting for them.
+    private readonly HashSet<long>? _coldStartMissing;
+    private readonly Dictionary<long, TaskCompletionSource<long>> _coldStartWaiting = [];
+
     /// <summary>Creates an empty coordinator.</summary>
-    /// <param name="logger">Where decisions are logged.</param>
-    /// <param name="maxRetainedDecisions">How many recent decisions the cluster state carries (sthreads older than that are treated as rolled back).</param>
-    public ClusterCoordinator(ILogger<ClusterCoordinator>? logger = null, int maxRetainedDecisions = 64)
+    /// <exception cref="ArgumentException">The options are invalid; the message names the option.</exception>
+    public ClusterCoordinator(ClusterCoordinatorOptions? options = null)
     {
-        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(maxRetainedDecisions);
-        _logger = logger ?? NullLogger<ClusterCoordinator>.Instance;
-        _maxRetainedDecisions = maxRetainedDecisions;
+        options ??= new ClusterCoordinatorOptions();
+        options.Validate();
+        _logger = (ILogger?)options.LoggerFactory?.CreateLogger<ClusterCoordinator>() ?? NullLogger<ClusterCoordinator>.Instance;
+        _maxRetainedDecisions = options.MaxRetainedDecisions;
+        if (options.ExpectedParticipants is { } expected)
+        {
+            _coldStartMissing = [.. expected];
+        }
     }
 
     /// <summary>Number of rollback decisions made so far.</summary>
@@ -63,6 +71,15 @@ public sealed class ClusterCoordinator : IDseCoordinator
         ArgumentNullException.ThrowIfNull(request);
         cancellationToken.ThrowIfCancellationRequested();
         ValidateAscending(request);
+
+        // A cold start is only ever entered, never re-entered: once nobody is missing it is over for good.
+        lock (_lock)
+        {
+            if (_coldStartMissing is { Count: > 0 } missing && !_graph.Contains(request.ObjectId))
+            {
+                return AwaitColdStartAsync(JoinColdStart(request, missing), cancellationToken);
+            }
+        }
 
         lock (_lock)
         {
@@ -118,6 +135,49 @@ public sealed class ClusterCoordinator : IDseCoordinator
             CoordinatorLog.RollbackDecided(_logger, id, decision.WorldLine, cut[id], decision);
             return ValueTask.FromResult(new ConnectResponse(_worldLine, cut[id], true, _state));
         }
+    }
+
+    /// <summary>Registers a participant of a cold start; the last one to arrive computes everyone's restore point.</summary>
+    private Task<long> JoinColdStart(ConnectRequest request, HashSet<long> missing)
+    {
+        long id = request.ObjectId;
+        if (!missing.Contains(id))
+        {
+            throw new DseCoordinatorException($"Participant {id} is not among the expected participants ({string.Join(", ", missing.Order())} still missing) of this cold start.");
+        }
+
+        _graph.AddParticipant(id);
+        foreach (var r in request.PersistedVersions)
+        {
+            _graph.Add(id, r);
+        }
+
+        var waiting = new TaskCompletionSource<long>(TaskCreationOptions.RunContinuationsAsynchronously);
+        _coldStartWaiting[id] = waiting;
+        missing.Remove(id);
+        if (missing.Count == 0)
+        {
+            // Everyone's storage is known: restore each to the greatest closure, dropping what depended on lost state.
+            var cut = _graph.ComputeClosure();
+            _graph.TruncateAbove(cut);
+            _graph.AdvanceCommitted();
+            Publish();
+            foreach (var (participant, tcs) in _coldStartWaiting)
+            {
+                CoordinatorLog.Registered(_logger, participant, cut[participant], _worldLine);
+                tcs.TrySetResult(cut[participant]);
+            }
+
+            _coldStartWaiting.Clear();
+        }
+
+        return waiting.Task;
+    }
+
+    private async ValueTask<ConnectResponse> AwaitColdStartAsync(Task<long> coldStart, CancellationToken cancellationToken)
+    {
+        long restore = await coldStart.WaitAsync(cancellationToken).ConfigureAwait(false);
+        return new ConnectResponse(WorldLine, restore, false, State);
     }
 
     /// <inheritdoc />

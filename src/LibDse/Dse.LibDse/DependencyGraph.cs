@@ -199,6 +199,19 @@ public sealed class DependencyGraph
         return moved;
     }
 
+    /// <summary>Drops every uncommitted version above each participant's cut (a cold start's restore points).</summary>
+    public void TruncateAbove(IReadOnlyDictionary<long, long> cut)
+    {
+        ArgumentNullException.ThrowIfNull(cut);
+        foreach (var p in _participants.Values)
+        {
+            if (cut.TryGetValue(p.Id, out long c))
+            {
+                p.Uncommitted.RemoveAll(n => n.Version > c);
+            }
+        }
+    }
+
     /// <summary>Applies a decision to the view: drops every uncommitted version above each participant's cut.</summary>
     public void Apply(RollbackDecision decision)
     {

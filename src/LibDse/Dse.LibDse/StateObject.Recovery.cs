@@ -45,7 +45,9 @@ public abstract partial class StateObject
                 {
                     if (r.Version > committed && r.Version <= response.RestoreVersion)
                     {
-                        _records.Add(new VersionRecord(r.Version, r.WorldLine, [.. r.Dependencies]) { Durable = true, Reported = true });
+                        // The coordinator took these into its current lineage, whatever world-line they were persisted in
+                        // (a fresh coordinator after a whole-cluster restart starts again at world-line 0).
+                        _records.Add(new VersionRecord(r.Version, Math.Min(r.WorldLine, response.WorldLine), [.. r.Dependencies]) { Durable = true, Reported = true });
                     }
                 }
             }
@@ -172,35 +174,37 @@ public abstract partial class StateObject
                 throw error;
             }
 
-            // From here on the rollback is all or nothing: no cancellation, and any failure faults the object
-            // (fail-restart), because a half-applied rollback cannot be told apart from a kept state afterwards.
-            await CloseGateAsync().ConfigureAwait(false);
+            // Lock order writer -> reporting -> gate. Taking the reporting lock before the gate closes means a slow
+            // coordinator call in flight delays the rollback without blocking actions, and the wait can be cancelled.
+            await _reporting.WaitAsync(cancellationToken).ConfigureAwait(false);
             try
             {
-                long cut = decision.CutFor(Id);
-                restored = !CanKeep(decision, cut);
-                if (restored)
-                {
-                    await RestoreAsync(cut, CancellationToken.None).ConfigureAwait(false);
-                    lock (_book)
-                    {
-                        _records.RemoveAll(r => r.Version > cut);
-                    }
-
-                    // The current number was used by lost actions' headers: start a fresh one.
-                    _version++;
-                    _deps = new DependencySet();
-                    keptThrough = cut;
-                }
-                else
-                {
-                    keptThrough = _version;
-                }
-
-                // Under the reporting lock, so no report of a kept version slips between the reset and the ack.
-                await _reporting.WaitAsync(CancellationToken.None).ConfigureAwait(false);
+                // From here on the rollback is all or nothing: no cancellation, and any failure faults the object
+                // (fail-restart), because a half-applied rollback cannot be told apart from a kept state afterwards.
+                await CloseGateAsync().ConfigureAwait(false);
                 try
                 {
+                    long cut = decision.CutFor(Id);
+                    restored = !CanKeep(decision, cut);
+                    if (restored)
+                    {
+                        await RestoreAsync(cut, CancellationToken.None).ConfigureAwait(false);
+                        lock (_book)
+                        {
+                            _records.RemoveAll(r => r.Version > cut);
+                        }
+
+                        // The current number was used by lost actions' headers: start a fresh one.
+                        _version++;
+                        _deps = new DependencySet();
+                        keptThrough = cut;
+                    }
+                    else
+                    {
+                        keptThrough = _version;
+                    }
+
+                    // Still under the reporting lock: no report of a kept version slips between the reset and the ack.
                     lock (_book)
                     {
                         if (!restored)
@@ -218,29 +222,33 @@ public abstract partial class StateObject
                         _rollbacks.Add((decision.WorldLine, restored ? cut : long.MaxValue));
                     }
 
-                    _pendingAck = (decision.WorldLine, keptThrough);
+                    _pendingAcks.Enqueue((decision.WorldLine, keptThrough));
                     Volatile.Write(ref _worldLine, decision.WorldLine);
+                }
+                catch (Exception ex) when (Volatile.Read(ref _fault) is null)
+                {
+                    var fault = new DseFaultedException($"StateObject {Id} could not apply the rollback of world-line {decision.WorldLine}; restart it.", ex);
+                    SetFault(fault);
+                    throw fault;
                 }
                 finally
                 {
-                    _reporting.Release();
+                    _gate.Open();
                 }
-            }
-            catch (Exception ex) when (Volatile.Read(ref _fault) is null)
-            {
-                var fault = new DseFaultedException($"StateObject {Id} could not apply the rollback of world-line {decision.WorldLine}; restart it.", ex);
-                SetFault(fault);
-                throw fault;
             }
             finally
             {
-                _gate.Open();
+                _reporting.Release();
             }
         }
         finally
         {
             _writer.Release();
         }
+
+        // Waiters on this object's versions (non-speculative commits) must re-check now that the outcome is recorded:
+        // the view was published before the decision was applied, so no later epoch may come to wake them.
+        Interlocked.Exchange(ref _viewChanged, NewSignal()).TrySetResult();
 
         if (restored)
         {

@@ -36,8 +36,8 @@ public abstract partial class StateObject : IAsyncDisposable
     // Guarded by _book; lets a waiter tell whether its version survived.
     private readonly List<(long WorldLine, long RestoredTo)> _rollbacks = [];
 
-    // A rollback acknowledgement not yet delivered; sent before any report. Guarded by _reporting.
-    private (long WorldLine, long KeptThrough)? _pendingAck;
+    // Rollback acknowledgements not yet delivered, in world-line order; sent before any report. Guarded by _reporting.
+    private readonly Queue<(long WorldLine, long KeptThrough)> _pendingAcks = new();
 
     // Written only by the writer while the gate is closed; read inside actions, where they cannot change.
     private long _version;
@@ -307,7 +307,9 @@ public abstract partial class StateObject : IAsyncDisposable
     public Task WaitForViewChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
     {
         var signal = Volatile.Read(ref _viewChanged);
-        return ClusterView.Epoch > knownEpoch ? Task.CompletedTask : signal.Task.WaitAsync(cancellationToken);
+
+        // Checked after reading the signal: a fault set meanwhile completed this signal or a later one is not needed.
+        return ClusterView.Epoch > knownEpoch || Volatile.Read(ref _fault) is not null ? Task.CompletedTask : signal.Task.WaitAsync(cancellationToken);
     }
 
     /// <summary>
@@ -427,6 +429,9 @@ public abstract partial class StateObject : IAsyncDisposable
         {
             var fault = new DseFaultedException($"StateObject {Id}: {ex.Message}", ex);
             SetFault(fault);
+
+            // Reopen so starts waiting for the gate wake up; they find the fault and throw.
+            _gate.Open();
             throw fault;
         }
     }
@@ -591,11 +596,11 @@ public abstract partial class StateObject : IAsyncDisposable
         await _reporting.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            // The coordinator must learn what a rollback kept before it sees reports of the kept versions.
-            if (_pendingAck is { } ack)
+            // The coordinator must learn what each rollback kept, in order, before it sees reports of the kept versions.
+            while (_pendingAcks.TryPeek(out var ack))
             {
                 await coordinator.AcknowledgeRollbackAsync(Id, ack.WorldLine, ack.KeptThrough, cancellationToken).ConfigureAwait(false);
-                _pendingAck = null;
+                _pendingAcks.Dequeue();
             }
 
             while (true)
