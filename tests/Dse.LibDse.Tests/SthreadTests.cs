@@ -71,6 +71,29 @@ public class SthreadTests
     }
 
     [Fact]
+    public async Task Sthread_OwnerKeptInMemoryStateThroughUnrelatedRollback_SurvivesAndItsBarrierPasses()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        Assert.True(b.TryStartLocalAction());
+        b.Record(1);
+        var sthread = b.Detach();   // observed b's in-memory version 1, which no decision's cut can cover
+
+        await a.DisposeAsync();
+        await MemoryStateObject.Create(1, a.Store).ConnectAsync(coordinator);
+        await b.RefreshAsync();
+        Assert.Equal(0, coordinator.State.Decisions[0].CutFor(2));
+        Assert.Equal([0L], b.RestoredVersions);   // b kept its state
+
+        Assert.False(sthread.IsRolledBack);
+        Assert.Equal(SthreadStatus.Pending, sthread.TryBarrier());
+        await b.AdvanceVersionAsync();
+        await b.RefreshAsync();
+        Assert.Equal(SthreadStatus.Completed, sthread.TryBarrier());
+    }
+
+    [Fact]
     public async Task Merge_CarriesDependenciesTheSthreadReceived()
     {
         var coordinator = new ClusterCoordinator();

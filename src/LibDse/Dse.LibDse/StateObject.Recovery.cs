@@ -273,6 +273,26 @@ public abstract partial class StateObject
     }
 
     /// <summary>
+    /// Whether own version <paramref name="version"/> survived the decision of <paramref name="worldLine"/> as this object
+    /// applied it: kept outright, or within the version it restored. Null if this instance did not apply that decision.
+    /// </summary>
+    internal bool? SurvivedOwnRollback(long worldLine, long version)
+    {
+        lock (_book)
+        {
+            foreach (var (decided, restoredTo) in _rollbacks)
+            {
+                if (decided == worldLine)
+                {
+                    return version <= restoredTo;
+                }
+            }
+        }
+
+        return null;
+    }
+
+    /// <summary>
     /// The paper's optimization: state above the cut may stay when nothing in it (persisted or in memory) depends on a
     /// version the decision does not keep. Called with the gate closed.
     /// </summary>

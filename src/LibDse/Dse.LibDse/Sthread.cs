@@ -60,10 +60,11 @@ public sealed class Sthread
             return SthreadStatus.Pending;
         }
 
+        bool sameLineage = view.WorldLine == _worldLine;
         for (int i = 0; i < header.DependencyCount; i++)
         {
             var d = header.GetDependency(i);
-            if (!view.IsCommitted(d))
+            if (!(sameLineage && view.IsCommitted(d)))
             {
                 AddDependency(d);
             }
@@ -110,6 +111,11 @@ public sealed class Sthread
     {
         var view = _owner.ClusterView;
         CatchUp(view);
+        if (_worldLine != view.WorldLine)
+        {
+            return SthreadStatus.Pending;   // the owner is still applying a decision; the view's boundary is another lineage's
+        }
+
         for (int i = 0; i < _count; i++)
         {
             if (!view.IsCommitted(_deps[i]))
@@ -166,7 +172,11 @@ public sealed class Sthread
             return false;
         }
 
-        if (view.WorldLine <= _worldLine)
+        // Only through decisions the owner has applied: for versions of the owner, its own outcome decides (it may
+        // have kept its state), and that outcome is recorded before its world-line moves.
+        long ownerWorldLine = _owner.WorldLine;
+        long target = Math.Min(view.WorldLine, ownerWorldLine);
+        if (target <= _worldLine)
         {
             return true;
         }
@@ -179,16 +189,25 @@ public sealed class Sthread
                 continue;
             }
 
-            if (decision.WorldLine > expected)
+            if (decision.WorldLine > target)
             {
                 break;
             }
 
+            if (decision.WorldLine > expected)
+            {
+                break;   // a decision in between is no longer retained
+            }
+
             for (int i = 0; i < _count; i++)
             {
-                if (!decision.Survives(_deps[i]))
+                var d = _deps[i];
+                bool survived = d.ObjectId == _owner.Id
+                    ? _owner.SurvivedOwnRollback(decision.WorldLine, d.Version) ?? decision.Survives(d)
+                    : decision.Survives(d);
+                if (!survived)
                 {
-                    _rolledBack = new DseRolledBackException(decision.WorldLine, _deps[i]);
+                    _rolledBack = new DseRolledBackException(decision.WorldLine, d);
                     return false;
                 }
             }
@@ -197,10 +216,10 @@ public sealed class Sthread
             expected++;
         }
 
-        if (_worldLine < view.WorldLine)
+        if (_worldLine < target)
         {
             // The decisions in between are no longer retained: nothing proves the observed state survived.
-            _rolledBack = new DseRolledBackException($"The sthread fell behind world-line {view.WorldLine} by more decisions than the coordinator retains; treating it as rolled back.");
+            _rolledBack = new DseRolledBackException($"The sthread fell behind world-line {target} by more decisions than the coordinator retains; treating it as rolled back.");
             return false;
         }
 
