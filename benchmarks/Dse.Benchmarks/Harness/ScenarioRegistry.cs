@@ -9,6 +9,7 @@ public static class ScenarioRegistry
     public static IReadOnlyList<IScenario> All { get; } =
     [
         new PrimitivesScenario(),
+        new CoordinatorScenario(),
     ];
 
     /// <summary>Finds a scenario by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>
