@@ -1,3 +1,4 @@
+using Dse.Testing;
 using System.Buffers.Binary;
 using Dse.Coordinator.Tests.Infrastructure;
 

@@ -105,69 +105,66 @@ public sealed class AzuriteFixture : IAsyncLifetime
         return ((IPEndPoint)listener.LocalEndpoint).Port;
     }
 
-    private static async Task<FileStream> AcquireFileLockAsync(string path, TimeSpan timeout)
+    /// <summary>
+    /// Installs Azurite from the lock file if it is missing. Test processes running at once (one per test assembly)
+    /// serialize on a named cross-process mutex: a blocking wait on a dedicated thread, no polling.
+    /// </summary>
+    private static Task EnsureInstalledAsync(string toolDirectory, string executable) => File.Exists(executable)
+        ? Task.CompletedTask
+        : Task.Factory.StartNew(() => InstallUnderMutex(toolDirectory, executable), CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+
+    private static void InstallUnderMutex(string toolDirectory, string executable)
     {
-        var deadline = DateTime.UtcNow + timeout;
-        while (true)
-        {
-            try
-            {
-                // FileShare.None is an exclusive lock across processes (flock on Unix).
-                return new FileStream(path, FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.None);
-            }
-            catch (IOException) when (DateTime.UtcNow < deadline)
-            {
-                // Another test process is installing. .NET has no blocking wait on a cross-process file lock, so
-                // retrying the open is the only way; it is bounded by the deadline.
-                await Task.Delay(200);
-            }
-        }
-    }
-
-    private static async Task EnsureInstalledAsync(string toolDirectory, string executable)
-    {
-        if (File.Exists(executable))
-        {
-            return;
-        }
-
-        string lockPath = Path.Combine(Path.GetTempPath(), "dse-azurite-npm-ci.lock");
-        await using var installLock = await AcquireFileLockAsync(lockPath, NpmTimeout + TimeSpan.FromMinutes(1));
-        if (File.Exists(executable))
-        {
-            return;
-        }
-
-        var start = new ProcessStartInfo(OperatingSystem.IsWindows() ? "npm.cmd" : "npm")
-        {
-            WorkingDirectory = toolDirectory,
-            RedirectStandardOutput = true,
-            RedirectStandardError = true,
-            UseShellExecute = false,
-        };
-        foreach (string argument in new[] { "ci", "--no-audit", "--no-fund" })
-        {
-            start.ArgumentList.Add(argument);
-        }
-
-        using var npm = Process.Start(start) ?? throw new InvalidOperationException("Could not start npm.");
-        var stdout = npm.StandardOutput.ReadToEndAsync();
-        var stderr = npm.StandardError.ReadToEndAsync();
-        using var timeout = new CancellationTokenSource(NpmTimeout);
+        using var mutex = new Mutex(initiallyOwned: false, @"Global\dse-azurite-npm-ci");
         try
         {
-            await npm.WaitForExitAsync(timeout.Token);
+            if (!mutex.WaitOne(NpmTimeout + TimeSpan.FromMinutes(1)))
+            {
+                throw new TimeoutException($"Another test process held the Azurite install lock for longer than {NpmTimeout + TimeSpan.FromMinutes(1)}.");
+            }
         }
-        catch (OperationCanceledException)
+        catch (AbandonedMutexException)
         {
-            npm.Kill(entireProcessTree: true);
-            throw new TimeoutException($"npm ci in {toolDirectory} did not finish within {NpmTimeout}.");
+            // The previous holder died mid-install; we own the mutex now and npm ci starts over cleanly.
         }
 
-        if (npm.ExitCode != 0 || !File.Exists(executable))
+        try
         {
-            throw new InvalidOperationException(
-                $"npm ci in {toolDirectory} failed with exit code {npm.ExitCode}:\n{await stdout}\n{await stderr}");
+            if (File.Exists(executable))
+            {
+                return;
+            }
+
+            var start = new ProcessStartInfo(OperatingSystem.IsWindows() ? "npm.cmd" : "npm")
+            {
+                WorkingDirectory = toolDirectory,
+                RedirectStandardOutput = true,
+                RedirectStandardError = true,
+                UseShellExecute = false,
+            };
+            foreach (string argument in new[] { "ci", "--no-audit", "--no-fund" })
+            {
+                start.ArgumentList.Add(argument);
+            }
+
+            using var npm = Process.Start(start) ?? throw new InvalidOperationException("Could not start npm.");
+            var stdout = npm.StandardOutput.ReadToEndAsync();
+            var stderr = npm.StandardError.ReadToEndAsync();
+            if (!npm.WaitForExit(NpmTimeout))
+            {
+                npm.Kill(entireProcessTree: true);
+                throw new TimeoutException($"npm ci in {toolDirectory} did not finish within {NpmTimeout}.");
+            }
+
+            if (npm.ExitCode != 0 || !File.Exists(executable))
+            {
+                throw new InvalidOperationException(
+                    $"npm ci in {toolDirectory} failed with exit code {npm.ExitCode}:\n{stdout.GetAwaiter().GetResult()}\n{stderr.GetAwaiter().GetResult()}");
+            }
+        }
+        finally
+        {
+            mutex.ReleaseMutex();
         }
     }
 

@@ -1,3 +1,4 @@
+using Dse.Testing;
 namespace Dse.Coordinator.Tests.Infrastructure;
 
 /// <summary>File logs at one path in a fresh temp directory, deleted on dispose.</summary>

@@ -1,6 +1,6 @@
 using Microsoft.Extensions.Logging;
 
-namespace Dse.Coordinator.Tests.Infrastructure;
+namespace Dse.Testing;
 
 /// <summary>Collects log entries so that tests can assert on them.</summary>
 public sealed class ListLogger : ILogger
