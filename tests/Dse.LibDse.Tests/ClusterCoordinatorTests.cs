@@ -136,7 +136,66 @@ public class ClusterCoordinatorTests
 
         Assert.Equal(1, firstResponse.RestoreVersion);
         Assert.Equal(2, second.RestoreVersion);
-        Assert.Equal(0, firstResponse.WorldLine);
+
+        // Recorded as a decision above every stored label: later connects filter against it.
+        Assert.Equal(1, firstResponse.WorldLine);
+        Assert.Equal(RollbackDecision.ColdStart, Assert.Single(c.State.Decisions).FailedObjectId);
+    }
+
+    [Fact]
+    public async Task Connect_ColdStartSameIdTwice_LatestListingCountsAndNoRestartDecisionIsMade()
+    {
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2, 3] });
+        using (var cts = new CancellationTokenSource())
+        {
+            var cancelled = c.ConnectAsync(Request(1, new VersionReport(1, 0, [])), cts.Token).AsTask();
+            await cts.CancelAsync();
+            await Assert.ThrowsAnyAsync<OperationCanceledException>(() => cancelled);
+        }
+
+        var two = c.ConnectAsync(Request(2, new VersionReport(1, 0, [new Dependency(3, 5)]))).AsTask();
+        var oneAgain = c.ConnectAsync(Request(1, new VersionReport(1, 0, []), new VersionReport(2, 0, []))).AsTask();
+        var oneYetAgain = c.ConnectAsync(Request(1, new VersionReport(1, 0, []), new VersionReport(2, 0, []))).AsTask();
+        await Assert.ThrowsAsync<DseCoordinatorException>(() => oneAgain.WaitAsync(TimeSpan.FromSeconds(30)));
+        Assert.False(two.IsCompleted);
+
+        var three = await c.ConnectAsync(Request(3, new VersionReport(5, 0, [])));
+
+        Assert.Equal(1, (await two).RestoreVersion);   // 3@5 is there: 2 keeps its version 1
+        Assert.Equal(2, (await oneYetAgain).RestoreVersion);
+        Assert.Equal(5, three.RestoreVersion);
+        Assert.Equal(RollbackDecision.ColdStart, Assert.Single(c.State.Decisions).FailedObjectId);
+    }
+
+    [Fact]
+    public async Task Connect_ColdStartCancelledJoin_IsUndoneAndWaitedForAgain()
+    {
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2] });
+        using (var cts = new CancellationTokenSource())
+        {
+            var cancelled = c.ConnectAsync(Request(1), cts.Token).AsTask();
+            await cts.CancelAsync();
+            await Assert.ThrowsAnyAsync<OperationCanceledException>(() => cancelled);
+        }
+
+        var two = c.ConnectAsync(Request(2)).AsTask();
+        Assert.False(two.IsCompleted);   // 1 counts as missing again
+
+        await c.ConnectAsync(Request(1));
+        await two.WaitAsync(TimeSpan.FromSeconds(30));
+    }
+
+    [Fact]
+    public async Task Connect_ColdStartReusedVersionNumber_IsNotTakenForTheObservedState()
+    {
+        // 1's version 4 (world-line 1) observed 2's in-memory version 7; 2 restarted and its world-line 2 reused 7.
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2] });
+        var one = c.ConnectAsync(Request(1, new VersionReport(3, 1, []), new VersionReport(4, 1, [new Dependency(2, 7)]))).AsTask();
+        var two = await c.ConnectAsync(Request(2, new VersionReport(5, 1, []), new VersionReport(7, 2, [])));
+
+        Assert.Equal(3, (await one).RestoreVersion);
+        Assert.Equal(7, two.RestoreVersion);
+        Assert.Equal(3, two.WorldLine);
     }
 
     [Fact]

@@ -23,9 +23,12 @@ public sealed class ClusterCoordinator : IDseCoordinator
     private ClusterState _state = ClusterState.Empty;
     private TaskCompletionSource<ClusterState> _changed = NewSignal();
 
-    // Cold start (ExpectedParticipants set): who still has to connect, and the first connects waiting for them.
+    // Cold start (ExpectedParticipants set), guarded by _lock: the expected ids, who has not connected yet, and the
+    // listings and waiting connects of those who have. Nothing enters the graph until the last one arrives.
+    private readonly HashSet<long>? _coldStartExpected;
     private readonly HashSet<long>? _coldStartMissing;
-    private readonly Dictionary<long, TaskCompletionSource<long>> _coldStartWaiting = [];
+    private readonly Dictionary<long, (ConnectRequest Request, TaskCompletionSource<ConnectResponse> Waiter)> _coldStartJoined = [];
+    private bool _coldStartDone;
 
     /// <summary>Creates an empty coordinator.</summary>
     /// <exception cref="ArgumentException">The options are invalid; the message names the option.</exception>
@@ -37,6 +40,7 @@ public sealed class ClusterCoordinator : IDseCoordinator
         _maxRetainedDecisions = options.MaxRetainedDecisions;
         if (options.ExpectedParticipants is { } expected)
         {
+            _coldStartExpected = [.. expected];
             _coldStartMissing = [.. expected];
         }
     }
@@ -72,12 +76,12 @@ public sealed class ClusterCoordinator : IDseCoordinator
         cancellationToken.ThrowIfCancellationRequested();
         ValidateAscending(request);
 
-        // A cold start is only ever entered, never re-entered: once nobody is missing it is over for good.
+        // A cold start is only ever entered, never re-entered: once it completed it is over for good.
         lock (_lock)
         {
-            if (_coldStartMissing is { Count: > 0 } missing && !_graph.Contains(request.ObjectId))
+            if (_coldStartMissing is not null && !_coldStartDone)
             {
-                return AwaitColdStartAsync(JoinColdStart(request, missing), cancellationToken);
+                return AwaitColdStartAsync(request.ObjectId, JoinColdStart(request), cancellationToken);
             }
         }
 
@@ -137,47 +141,98 @@ public sealed class ClusterCoordinator : IDseCoordinator
         }
     }
 
-    /// <summary>Registers a participant of a cold start; the last one to arrive computes everyone's restore point.</summary>
-    private Task<long> JoinColdStart(ConnectRequest request, HashSet<long> missing)
+    /// <summary>Records a cold-start participant's listing; the last one to arrive computes everyone's restore point.</summary>
+    private Task<ConnectResponse> JoinColdStart(ConnectRequest request)
     {
         long id = request.ObjectId;
-        if (!missing.Contains(id))
+        if (!_coldStartExpected!.Contains(id))
         {
-            throw new DseCoordinatorException($"Participant {id} is not among the expected participants ({string.Join(", ", missing.Order())} still missing) of this cold start.");
+            throw new DseCoordinatorException($"Participant {id} is not among the expected participants of this cold start ({string.Join(", ", _coldStartExpected.Order())}).");
         }
 
-        _graph.AddParticipant(id);
-        foreach (var r in request.PersistedVersions)
+        if (_coldStartJoined.TryGetValue(id, out var earlier))
         {
-            _graph.Add(id, r);
+            // The same id again (a retry, or a new instance): its latest listing is the one that counts.
+            earlier.Waiter.TrySetException(new DseCoordinatorException($"Participant {id} connected again during the cold start; this earlier connect is superseded."));
         }
 
-        var waiting = new TaskCompletionSource<long>(TaskCreationOptions.RunContinuationsAsynchronously);
-        _coldStartWaiting[id] = waiting;
-        missing.Remove(id);
-        if (missing.Count == 0)
+        var waiter = new TaskCompletionSource<ConnectResponse>(TaskCreationOptions.RunContinuationsAsynchronously);
+        _coldStartJoined[id] = (request, waiter);
+        _coldStartMissing!.Remove(id);
+        if (_coldStartMissing.Count == 0)
         {
-            // Everyone's storage is known: restore each to the greatest closure, dropping what depended on lost state.
-            var cut = _graph.ComputeClosure();
-            _graph.TruncateAbove(cut);
-            _graph.AdvanceCommitted();
-            Publish();
-            foreach (var (participant, tcs) in _coldStartWaiting)
-            {
-                CoordinatorLog.Registered(_logger, participant, cut[participant], _worldLine);
-                tcs.TrySetResult(cut[participant]);
-            }
-
-            _coldStartWaiting.Clear();
+            CompleteColdStart();
         }
 
-        return waiting.Task;
+        return waiter.Task;
     }
 
-    private async ValueTask<ConnectResponse> AwaitColdStartAsync(Task<long> coldStart, CancellationToken cancellationToken)
+    /// <summary>
+    /// Everyone's storage is known: restores each participant to the greatest closure over all listings, checking
+    /// world-line labels so that a version number a restarted participant reused never passes for the state observed.
+    /// The result is recorded as a decision at a world-line above every label seen, so later connects filter
+    /// against it and headers from before the restart count as a lower world-line.
+    /// </summary>
+    private void CompleteColdStart()
     {
-        long restore = await coldStart.WaitAsync(cancellationToken).ConfigureAwait(false);
-        return new ConnectResponse(WorldLine, restore, false, State);
+        long maxLabel = 0;
+        bool anyListed = false;
+        foreach (var (id, (request, _)) in _coldStartJoined)
+        {
+            _graph.AddParticipant(id);
+            foreach (var r in request.PersistedVersions)
+            {
+                _graph.Add(id, r);
+                maxLabel = Math.Max(maxLabel, r.WorldLine);
+                anyListed = true;
+            }
+        }
+
+        var cut = _graph.ComputeClosure(checkLineage: true);
+        if (anyListed)
+        {
+            var decision = new RollbackDecision(maxLabel + 1, RollbackDecision.ColdStart, cut);
+            _worldLine = decision.WorldLine;
+            _decisions.Add(decision);
+            _graph.Apply(decision);
+            foreach (var id in _coldStartJoined.Keys)
+            {
+                _graph.Acknowledge(id, decision.WorldLine, cut[id]);
+            }
+        }
+
+        _graph.AdvanceCommitted();
+        _coldStartDone = true;
+        Publish();
+        foreach (var (id, (_, waiter)) in _coldStartJoined)
+        {
+            CoordinatorLog.Registered(_logger, id, cut[id], _worldLine);
+            waiter.TrySetResult(new ConnectResponse(_worldLine, cut[id], false, _state));
+        }
+
+        _coldStartJoined.Clear();
+    }
+
+    private async ValueTask<ConnectResponse> AwaitColdStartAsync(long id, Task<ConnectResponse> coldStart, CancellationToken cancellationToken)
+    {
+        try
+        {
+            return await coldStart.WaitAsync(cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            lock (_lock)
+            {
+                // Undo the join if the cold start has not used it yet; once it has, the recorded decision covers it.
+                if (!_coldStartDone && _coldStartJoined.TryGetValue(id, out var joined) && joined.Waiter.Task == coldStart)
+                {
+                    _coldStartJoined.Remove(id);
+                    _coldStartMissing!.Add(id);
+                }
+            }
+
+            throw;
+        }
     }
 
     /// <inheritdoc />

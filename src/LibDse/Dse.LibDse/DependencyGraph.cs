@@ -144,7 +144,12 @@ public sealed class DependencyGraph
     /// and every dependency of them is inside the closure too. Dependencies on unknown or unreported versions dangle.
     /// </summary>
     /// <param name="overrides">Caps on a participant's candidate (a restarted participant's surviving storage).</param>
-    public Dictionary<long, long> ComputeClosure(IReadOnlyDictionary<long, long>? overrides = null)
+    /// <param name="checkLineage">
+    /// Also require that the version a dependency resolves to was persisted in the dependent's world-line or earlier: a
+    /// version number reused after a restart (a higher label) is not the state that was observed. Needed when
+    /// fragments from before unknown decisions meet (a cold start); conservative otherwise.
+    /// </param>
+    public Dictionary<long, long> ComputeClosure(IReadOnlyDictionary<long, long>? overrides = null, bool checkLineage = false)
     {
         var c = new Dictionary<long, long>(_participants.Count);
         foreach (var p in _participants.Values)
@@ -168,7 +173,7 @@ public sealed class DependencyGraph
                 long limit = c[p.Id];
                 for (int i = 0; i < p.Uncommitted.Count && p.Uncommitted[i].Version <= limit; i++)
                 {
-                    if (!AllInside(p.Id, p.Uncommitted[i].Dependencies, c))
+                    if (!AllInside(p.Id, p.Uncommitted[i], c, checkLineage ? _participants : null))
                     {
                         c[p.Id] = i == 0 ? p.Committed : p.Uncommitted[i - 1].Version;
                         changed = true;
@@ -228,9 +233,9 @@ public sealed class DependencyGraph
         }
     }
 
-    private static bool AllInside(long self, Dependency[] deps, Dictionary<long, long> c)
+    private static bool AllInside(long self, Node node, Dictionary<long, long> c, Dictionary<long, Participant>? lineage)
     {
-        foreach (var d in deps)
+        foreach (var d in node.Dependencies)
         {
             if (d.ObjectId == self)
             {
@@ -241,6 +246,17 @@ public sealed class DependencyGraph
             if (d.Version > limit)
             {
                 return false;
+            }
+
+            if (lineage is not null && lineage.TryGetValue(d.ObjectId, out var target))
+            {
+                // The first version at or above the one observed must come from the observer's world-line or before.
+                int index = target.IndexOf(d.Version);
+                int first = index >= 0 ? index : ~index;
+                if (first < target.Uncommitted.Count && target.Uncommitted[first].WorldLine > node.WorldLine)
+                {
+                    return false;
+                }
             }
         }
 

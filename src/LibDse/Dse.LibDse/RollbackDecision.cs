@@ -8,6 +8,9 @@ public sealed class RollbackDecision
 {
     private readonly Dictionary<long, long> _cut;
 
+    /// <summary>The <see cref="FailedObjectId"/> of a cold start's decision, which no single failure caused.</summary>
+    public const long ColdStart = -1;
+
     /// <summary>Creates a decision.</summary>
     public RollbackDecision(long worldLine, long failedObjectId, IReadOnlyDictionary<long, long> cut)
     {
@@ -21,7 +24,7 @@ public sealed class RollbackDecision
     /// <summary>The world-line the cluster moves to; decisions are applied in this order.</summary>
     public long WorldLine { get; }
 
-    /// <summary>The participant whose restart caused the rollback.</summary>
+    /// <summary>The participant whose restart caused the rollback, or <see cref="ColdStart"/>.</summary>
     public long FailedObjectId { get; }
 
     /// <summary>For each participant known when deciding, the highest surviving version (0: nothing survives).</summary>

@@ -144,7 +144,7 @@ public abstract partial class StateObject : IAsyncDisposable
         {
             // Recovery partition. A message from a lower world-line is discarded unless everything it carries provably
             // survived every decision since: then it is surviving state, merely sent before its sender caught up.
-            if (senderWorldLine > worldLine || !ClusterView.Survived(dependencies, senderWorldLine, worldLine))
+            if (senderWorldLine > worldLine || !SurvivedSince(dependencies, senderWorldLine, worldLine))
             {
                 _gate.Exit();
                 if (senderWorldLine < worldLine)
@@ -303,6 +303,12 @@ public abstract partial class StateObject : IAsyncDisposable
     public ValueTask AdvanceVersionToAsync(long version, CancellationToken cancellationToken = default) =>
         Volatile.Read(ref _version) >= version ? ValueTask.CompletedTask : AdvanceCoreAsync(version, AdvanceReason.CommitOrdering, cancellationToken);
 
+    /// <summary>
+    /// A task that completes at the next change of the view, of this object's world-line or of its fault state. Take it
+    /// before checking a condition, then await it: a change between the check and the wait is never missed.
+    /// </summary>
+    internal Task NextChange => Volatile.Read(ref _fault) is not null ? Task.CompletedTask : Volatile.Read(ref _viewChanged).Task;
+
     /// <summary>Completes when the cluster view changes after <paramref name="knownEpoch"/> (or at once if it already has).</summary>
     public Task WaitForViewChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
     {
@@ -322,6 +328,7 @@ public abstract partial class StateObject : IAsyncDisposable
     {
         while (true)
         {
+            var next = NextChange;
             ThrowIfFaulted();
             var view = ClusterView;
 
@@ -342,7 +349,7 @@ public abstract partial class StateObject : IAsyncDisposable
                 return;
             }
 
-            await WaitForViewChangeAsync(view.Epoch, cancellationToken).ConfigureAwait(false);
+            await next.WaitAsync(cancellationToken).ConfigureAwait(false);
         }
     }
 
@@ -454,11 +461,11 @@ public abstract partial class StateObject : IAsyncDisposable
                     await AdvanceVersionToAsync(MaxVersion(header), cancellationToken).ConfigureAwait(false);
                     break;
                 case StartActionStatus.WorldLineBehind:
-                    var known = ClusterView.Epoch;
                     await RefreshAsync(cancellationToken).ConfigureAwait(false);
+                    var next = NextChange;
                     if (WorldLine < header.WorldLine)
                     {
-                        await WaitForViewChangeAsync(known, cancellationToken).ConfigureAwait(false);
+                        await next.WaitAsync(cancellationToken).ConfigureAwait(false);
                     }
 
                     break;
@@ -475,6 +482,41 @@ public abstract partial class StateObject : IAsyncDisposable
             await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
         }
         while (!TryStartLocalAction());
+    }
+
+    /// <summary>
+    /// Whether every dependency survived each decision in (from, to]: own versions by this object's recorded outcome
+    /// (it may have kept them), others' by the decision's cut.
+    /// </summary>
+    private bool SurvivedSince(ReadOnlySpan<Dependency> dependencies, long from, long to)
+    {
+        var view = ClusterView;
+        long expected = from + 1;
+        foreach (var decision in view.Decisions)
+        {
+            if (decision.WorldLine < expected)
+            {
+                continue;
+            }
+
+            if (decision.WorldLine > to || decision.WorldLine > expected)
+            {
+                break;
+            }
+
+            foreach (var d in dependencies)
+            {
+                bool survived = d.ObjectId == Id ? SurvivedOwnRollback(decision.WorldLine, d.Version) ?? decision.Survives(d) : decision.Survives(d);
+                if (!survived)
+                {
+                    return false;
+                }
+            }
+
+            expected++;
+        }
+
+        return expected > to;
     }
 
     private static long MaxVersion(in DseHeader header)

@@ -82,7 +82,7 @@ public sealed class Sthread
     {
         while (true)
         {
-            long epoch = _owner.ClusterView.Epoch;
+            var next = _owner.NextChange;
             switch (TryReceive(header))
             {
                 case SthreadStatus.Completed:
@@ -90,7 +90,7 @@ public sealed class Sthread
                 case SthreadStatus.Discard:
                     return false;
                 default:
-                    await _owner.WaitForViewChangeAsync(epoch, cancellationToken).ConfigureAwait(false);
+                    await next.WaitAsync(cancellationToken).ConfigureAwait(false);
                     _owner.ThrowIfFaulted();
                     break;
             }
@@ -138,13 +138,13 @@ public sealed class Sthread
     {
         while (true)
         {
-            long epoch = _owner.ClusterView.Epoch;
+            var next = _owner.NextChange;
             if (TryBarrier() == SthreadStatus.Completed)
             {
                 return;
             }
 
-            await _owner.WaitForViewChangeAsync(epoch, cancellationToken).ConfigureAwait(false);
+            await next.WaitAsync(cancellationToken).ConfigureAwait(false);
             _owner.ThrowIfFaulted();
         }
     }
