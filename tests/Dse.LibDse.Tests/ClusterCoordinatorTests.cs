@@ -212,4 +212,29 @@ public class ClusterCoordinatorTests
         var ex = Assert.Throws<ArgumentException>(() => new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [] }));
         Assert.Contains("ExpectedParticipants", ex.Message, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public async Task Connect_ColdStartObservedVersionPruned_KeepsCommittedState()
+    {
+        // 1@1 observed 2@1 (both committed, world-line 0); after an unrelated restart 2 persisted 2@2 in world-line 1
+        // and pruned 2@1. The later label belongs to a later version, not to a reuse of the observed one.
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2] });
+        var one = c.ConnectAsync(Request(1, new VersionReport(1, 0, [new Dependency(2, 1)]))).AsTask();
+        await c.ConnectAsync(Request(2, new VersionReport(2, 1, [])));
+
+        Assert.Equal(1, (await one).RestoreVersion);
+    }
+
+    [Fact]
+    public async Task Connect_AfterColdStartUnexpectedIdWithStorage_ThrowsAndRegistersNothing()
+    {
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [1] });
+        await c.ConnectAsync(Request(1));
+
+        var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ConnectAsync(Request(9, new VersionReport(2, 0, [new Dependency(1, 3)]))).AsTask());
+        Assert.Contains("not among the expected participants", ex.Message, StringComparison.Ordinal);
+
+        // An empty newcomer is a genuinely new participant.
+        Assert.Equal(0, (await c.ConnectAsync(Request(10))).RestoreVersion);
+    }
 }

@@ -88,6 +88,12 @@ public sealed class ClusterCoordinator : IDseCoordinator
         lock (_lock)
         {
             long id = request.ObjectId;
+            if (_coldStartExpected is not null && !_graph.Contains(id) && request.PersistedVersions.Count > 0)
+            {
+                // Storage from before the restart that the cold start never saw cannot be checked against its cut.
+                throw new DseCoordinatorException($"Participant {id} brings stored versions but was not among the expected participants of the cold start ({string.Join(", ", _coldStartExpected.Order())}); add it to ExpectedParticipants or start it on empty storage.");
+            }
+
             if (!_graph.Contains(id))
             {
                 _graph.AddParticipant(id);

@@ -250,10 +250,13 @@ public sealed class DependencyGraph
 
             if (lineage is not null && lineage.TryGetValue(d.ObjectId, out var target))
             {
-                // The first version at or above the one observed must come from the observer's world-line or before.
+                // The first version at or above the one observed must come from the observer's world-line or before,
+                // unless the observed version lies below everything the target still lists: then it was pruned, which
+                // the old coordinator only allowed once it was committed, and a later label there says nothing.
                 int index = target.IndexOf(d.Version);
                 int first = index >= 0 ? index : ~index;
-                if (first < target.Uncommitted.Count && target.Uncommitted[first].WorldLine > node.WorldLine)
+                bool pruned = first == 0 && index < 0;
+                if (!pruned && first < target.Uncommitted.Count && target.Uncommitted[first].WorldLine > node.WorldLine)
                 {
                     return false;
                 }

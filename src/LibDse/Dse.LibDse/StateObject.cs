@@ -26,7 +26,7 @@ public abstract partial class StateObject : IAsyncDisposable
     // Serializes reports so the coordinator sees versions in order.
     private readonly SemaphoreSlim _reporting = new(1, 1);
 
-    // Guards _records and _rollbacks. Never taken on the action path.
+    // Guards _records and _rollbacks. Taken on the action path only for a message from a lower world-line.
     private readonly Lock _book = new();
 
     // Versions handed to Persist and not yet committed, ascending. Guarded by _book.
@@ -307,7 +307,15 @@ public abstract partial class StateObject : IAsyncDisposable
     /// A task that completes at the next change of the view, of this object's world-line or of its fault state. Take it
     /// before checking a condition, then await it: a change between the check and the wait is never missed.
     /// </summary>
-    internal Task NextChange => Volatile.Read(ref _fault) is not null ? Task.CompletedTask : Volatile.Read(ref _viewChanged).Task;
+    internal Task NextChange
+    {
+        get
+        {
+            // Signal first, fault second: a fault set after this read either completed this signal or is seen below.
+            var signal = Volatile.Read(ref _viewChanged);
+            return Volatile.Read(ref _fault) is not null ? Task.CompletedTask : signal.Task;
+        }
+    }
 
     /// <summary>Completes when the cluster view changes after <paramref name="knownEpoch"/> (or at once if it already has).</summary>
     public Task WaitForViewChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
