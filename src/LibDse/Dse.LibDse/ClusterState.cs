@@ -18,7 +18,14 @@ public sealed record ClusterState(long Epoch, long WorldLine, IReadOnlyList<Roll
     /// <paramref name="to"/> (its version is within that decision's cut). False when a decision in between is no longer
     /// retained: survival cannot be shown then.
     /// </summary>
-    public bool Survived(ReadOnlySpan<Dependency> dependencies, long from, long to)
+    /// <param name="dependencies">What was observed.</param>
+    /// <param name="from">The world-line it was observed in.</param>
+    /// <param name="to">The world-line to check up to.</param>
+    /// <param name="self">
+    /// If given, that StateObject's own versions are judged by what it did with each decision (it may have kept them
+    /// above the cut) rather than by the cut alone.
+    /// </param>
+    public bool Survived(ReadOnlySpan<Dependency> dependencies, long from, long to, StateObject? self = null)
     {
         long expected = from + 1;
         foreach (var decision in Decisions)
@@ -40,7 +47,10 @@ public sealed record ClusterState(long Epoch, long WorldLine, IReadOnlyList<Roll
 
             foreach (var d in dependencies)
             {
-                if (!decision.Survives(d))
+                bool survived = self is not null && d.ObjectId == self.Id
+                    ? self.SurvivedOwnRollback(decision.WorldLine, d.Version) ?? decision.Survives(d)
+                    : decision.Survives(d);
+                if (!survived)
                 {
                     return false;
                 }

@@ -144,7 +144,7 @@ public abstract partial class StateObject : IAsyncDisposable
         {
             // Recovery partition. A message from a lower world-line is discarded unless everything it carries provably
             // survived every decision since: then it is surviving state, merely sent before its sender caught up.
-            if (senderWorldLine > worldLine || !SurvivedSince(dependencies, senderWorldLine, worldLine))
+            if (senderWorldLine > worldLine || !ClusterView.Survived(dependencies, senderWorldLine, worldLine, this))
             {
                 _gate.Exit();
                 if (senderWorldLine < worldLine)
@@ -490,41 +490,6 @@ public abstract partial class StateObject : IAsyncDisposable
             await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
         }
         while (!TryStartLocalAction());
-    }
-
-    /// <summary>
-    /// Whether every dependency survived each decision in (from, to]: own versions by this object's recorded outcome
-    /// (it may have kept them), others' by the decision's cut.
-    /// </summary>
-    private bool SurvivedSince(ReadOnlySpan<Dependency> dependencies, long from, long to)
-    {
-        var view = ClusterView;
-        long expected = from + 1;
-        foreach (var decision in view.Decisions)
-        {
-            if (decision.WorldLine < expected)
-            {
-                continue;
-            }
-
-            if (decision.WorldLine > to || decision.WorldLine > expected)
-            {
-                break;
-            }
-
-            foreach (var d in dependencies)
-            {
-                bool survived = d.ObjectId == Id ? SurvivedOwnRollback(decision.WorldLine, d.Version) ?? decision.Survives(d) : decision.Survives(d);
-                if (!survived)
-                {
-                    return false;
-                }
-            }
-
-            expected++;
-        }
-
-        return expected > to;
     }
 
     private static long MaxVersion(in DseHeader header)
