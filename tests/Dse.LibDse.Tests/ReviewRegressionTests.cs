@@ -213,6 +213,10 @@ public class ReviewRegressionTests
             Delivered.Add(worldLine);
         }
 
+        public ValueTask<ClusterState> ResyncAsync(ResyncRequest request, CancellationToken cancellationToken = default) => inner.ResyncAsync(request, cancellationToken);
+
+        public ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default) => inner.HeartbeatAsync(objectId, cancellationToken);
+
         public ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default) => inner.GetStateAsync(cancellationToken);
 
         public ValueTask<ClusterState> WaitForChangeAsync(long knownEpoch, CancellationToken cancellationToken = default) => inner.WaitForChangeAsync(knownEpoch, cancellationToken);

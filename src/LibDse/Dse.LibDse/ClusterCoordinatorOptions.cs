@@ -18,6 +18,17 @@ public sealed class ClusterCoordinatorOptions
     /// </summary>
     public IReadOnlyCollection<long>? ExpectedParticipants { get; set; }
 
+    /// <summary>
+    /// How long the coordinator waits to hear from a participant (any call counts) before it removes it: its unreported
+    /// state counts as lost, dependents roll back, and it must restart to rejoin. Default <c>null</c>: never remove
+    /// (the embedded use, where participants live in the coordinator's process). The coordinator host sets 10 s.
+    /// Recovery never times out this way: see docs/coordinator.md.
+    /// </summary>
+    public TimeSpan? HeartbeatTimeout { get; set; }
+
+    /// <summary>Clock for heartbeats. Default <see cref="TimeProvider.System"/>.</summary>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
     /// <summary>Logger factory. Default: no logging.</summary>
     public ILoggerFactory? LoggerFactory { get; set; }
 
@@ -27,6 +38,16 @@ public sealed class ClusterCoordinatorOptions
         if (MaxRetainedDecisions < 1)
         {
             throw new ArgumentException($"{nameof(ClusterCoordinatorOptions)}.{nameof(MaxRetainedDecisions)} must be at least 1 (got {MaxRetainedDecisions}).", nameof(MaxRetainedDecisions));
+        }
+
+        if (HeartbeatTimeout is { } timeout && (timeout < TimeSpan.FromMilliseconds(10) || timeout > TimeSpan.FromHours(1)))
+        {
+            throw new ArgumentException($"{nameof(ClusterCoordinatorOptions)}.{nameof(HeartbeatTimeout)} must be null or between 10 ms and 1 hour (got {timeout}).", nameof(HeartbeatTimeout));
+        }
+
+        if (TimeProvider is null)
+        {
+            throw new ArgumentException($"{nameof(ClusterCoordinatorOptions)}.{nameof(TimeProvider)} must not be null.", nameof(TimeProvider));
         }
 
         if (ExpectedParticipants is { Count: 0 })

@@ -10,6 +10,18 @@ public sealed record ClusterState(long Epoch, long WorldLine, IReadOnlyList<Roll
     /// <summary>The state of a cluster that has seen nothing yet.</summary>
     public static ClusterState Empty { get; } = new(0, 0, [], new Dictionary<long, long>());
 
+    /// <summary>
+    /// The coordinator incarnation that published this state; it grows with every coordinator restart. A participant
+    /// that sees a higher incarnation than it synchronized with resynchronizes (<see cref="IDseCoordinator.ResyncAsync"/>).
+    /// </summary>
+    public long Incarnation { get; init; }
+
+    /// <summary>
+    /// Whether the coordinator is recovering from its own restart: until every registered participant answered, the
+    /// boundary stays at the floors participants reported and no decision is made.
+    /// </summary>
+    public bool IsRecovering { get; init; }
+
     /// <summary>The committed (recoverable) version of <paramref name="objectId"/>, 0 if none.</summary>
     public long CommittedVersion(long objectId) => Committed.TryGetValue(objectId, out long v) ? v : 0;
 

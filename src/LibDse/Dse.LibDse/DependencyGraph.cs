@@ -139,6 +139,22 @@ public sealed class DependencyGraph
         p.KeptThrough[worldLine] = keptThrough;
     }
 
+    /// <summary>What a participant acknowledged keeping through the decision of <paramref name="worldLine"/>, if known.</summary>
+    public long? KeptThrough(long objectId, long worldLine) =>
+        _participants.TryGetValue(objectId, out var p) && p.KeptThrough.TryGetValue(worldLine, out long k) ? k : null;
+
+    /// <summary>
+    /// Raises a participant's committed version to a floor known from elsewhere (a boundary an earlier coordinator
+    /// incarnation published) and drops the uncommitted versions at or below it.
+    /// </summary>
+    public void RaiseCommitted(long objectId, long floor)
+    {
+        if (_participants.TryGetValue(objectId, out var p) && floor > p.Committed)
+        {
+            p.Commit(floor);
+        }
+    }
+
     /// <summary>
     /// The greatest closure: per participant, the highest version v such that all its versions up to v are persisted
     /// and every dependency of them is inside the closure too. Dependencies on unknown or unreported versions dangle.

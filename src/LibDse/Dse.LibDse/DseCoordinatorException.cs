@@ -5,13 +5,23 @@ public sealed class DseCoordinatorException : InvalidOperationException
 {
     /// <summary>Creates the exception with a message naming what was wrong.</summary>
     public DseCoordinatorException(string message)
-        : base(message)
+        : this(CoordinatorErrorCode.InvalidRequest, message)
     {
     }
 
     /// <summary>Creates the exception with a message and the error that caused it.</summary>
     public DseCoordinatorException(string message, Exception innerException)
-        : base(message, innerException)
+        : this(CoordinatorErrorCode.InvalidRequest, message, innerException)
     {
     }
+
+    /// <summary>Creates the exception with an error code and a message naming what was wrong.</summary>
+    public DseCoordinatorException(CoordinatorErrorCode code, string message, Exception? innerException = null)
+        : base(message, innerException)
+    {
+        Code = code;
+    }
+
+    /// <summary>Why the request was refused.</summary>
+    public CoordinatorErrorCode Code { get; }
 }

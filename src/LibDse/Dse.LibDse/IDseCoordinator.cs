@@ -22,6 +22,21 @@ public interface IDseCoordinator
     /// </summary>
     ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default);
 
+    /// <summary>
+    /// After a coordinator restart (a higher <see cref="ClusterState.Incarnation"/>), hands the new coordinator this
+    /// participant's durable, uncommitted fragments and its view of the boundary. Idempotent: the latest resync of a
+    /// participant replaces its earlier one.
+    /// </summary>
+    /// <exception cref="DseCoordinatorException">The participant is unknown or removed, or the request is malformed.</exception>
+    ValueTask<ClusterState> ResyncAsync(ResyncRequest request, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Tells the coordinator the participant is alive. A coordinator with a heartbeat timeout removes a participant it
+    /// has not heard from (by any call) within the timeout.
+    /// </summary>
+    /// <exception cref="DseCoordinatorException">The participant is unknown or was removed.</exception>
+    ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default);
+
     /// <summary>The current cluster state.</summary>
     ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default);
 

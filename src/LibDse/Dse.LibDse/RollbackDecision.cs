@@ -12,12 +12,13 @@ public sealed class RollbackDecision
     public const long ColdStart = -1;
 
     /// <summary>Creates a decision.</summary>
-    public RollbackDecision(long worldLine, long failedObjectId, IReadOnlyDictionary<long, long> cut)
+    public RollbackDecision(long worldLine, long failedObjectId, IReadOnlyDictionary<long, long> cut, RollbackReason reason = RollbackReason.Restart)
     {
         ArgumentNullException.ThrowIfNull(cut);
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(worldLine);
         WorldLine = worldLine;
         FailedObjectId = failedObjectId;
+        Reason = failedObjectId == ColdStart ? RollbackReason.ColdStart : reason;
         _cut = new Dictionary<long, long>(cut);
     }
 
@@ -26,6 +27,9 @@ public sealed class RollbackDecision
 
     /// <summary>The participant whose restart caused the rollback, or <see cref="ColdStart"/>.</summary>
     public long FailedObjectId { get; }
+
+    /// <summary>What caused the decision.</summary>
+    public RollbackReason Reason { get; }
 
     /// <summary>For each participant known when deciding, the highest surviving version (0: nothing survives).</summary>
     public IReadOnlyDictionary<long, long> Cut => _cut;
@@ -37,5 +41,5 @@ public sealed class RollbackDecision
     public bool Survives(Dependency dependency) => dependency.Version <= CutFor(dependency.ObjectId);
 
     /// <inheritdoc />
-    public override string ToString() => $"RollbackDecision(world-line {WorldLine}, failed {FailedObjectId}, cut [{string.Join(", ", _cut.OrderBy(kv => kv.Key).Select(kv => $"{kv.Key}:{kv.Value}"))}])";
+    public override string ToString() => $"RollbackDecision(world-line {WorldLine}, {Reason} of {FailedObjectId}, cut [{string.Join(", ", _cut.OrderBy(kv => kv.Key).Select(kv => $"{kv.Key}:{kv.Value}"))}])";
 }
