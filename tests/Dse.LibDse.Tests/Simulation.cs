@@ -18,7 +18,8 @@ internal sealed class Simulation
 {
     private readonly Random _rng;
     private readonly int _seed;
-    private readonly ClusterCoordinator _coordinator = new();
+    private readonly CoordinatorProxy _coordinator;
+    private readonly SimJournal? _journal;
     private readonly Node[] _nodes;
     private readonly List<Message> _inFlight = [];
     private readonly List<Message> _allMessages = [];
@@ -37,11 +38,21 @@ internal sealed class Simulation
 
     /// <param name="seed">The seed; the same seed replays the same run.</param>
     /// <param name="onDevices">Persist through SnapshotLogs on fault-injecting devices instead of in-memory stores.</param>
-    public Simulation(int seed, bool onDevices = false)
+    /// <param name="coordinatorCrashes">
+    /// Run a journaled coordinator and crash it at random points: between steps, and in the middle of a journal append
+    /// (which then may or may not have become durable). Each restart recovers from the journal and the resyncs.
+    /// </param>
+    public Simulation(int seed, bool onDevices = false, bool coordinatorCrashes = false)
     {
         _seed = seed;
         _onDevices = onDevices;
         _rng = new Random(seed);
+        if (coordinatorCrashes)
+        {
+            _journal = new SimJournal(new Random(seed ^ 0x5eed));
+        }
+
+        _coordinator = new CoordinatorProxy(_journal is null ? new ClusterCoordinator() : null);
         _nodes = new Node[_rng.Next(2, 7)];
 
         _steps = _rng.Next(150, 500);
@@ -55,6 +66,11 @@ internal sealed class Simulation
 
     public async Task RunAsync()
     {
+        if (_journal is not null)
+        {
+            _coordinator.Current = await ClusterCoordinator.OpenAsync(_journal, []);
+        }
+
         for (int i = 0; i < _nodes.Length; i++)
         {
             IVersionStore store = _onDevices ? await DeviceVersionStore.CreateAsync() : new MemoryVersionStore { AutoDurable = false };
@@ -64,8 +80,18 @@ internal sealed class Simulation
 
         for (_step = 0; _step < _steps; _step++)
         {
+            _journal?.Failing = _step < _failuresStopAt;
             await RestartDueNodesAsync();
-            await StepAsync();
+            try
+            {
+                await StepAsync();
+            }
+            catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.Unavailable && _coordinator.Current.Fault is not null)
+            {
+                // The coordinator crashed in the middle of a journal append this step made.
+            }
+
+            await RestartCoordinatorIfDownAsync();
             CheckCommittedMonotonic();
         }
 
@@ -114,6 +140,10 @@ internal sealed class Simulation
         else if (roll < 98)
         {
             await MergeAsync();
+        }
+        else if (_journal is not null && _step < _failuresStopAt && _rng.Next(3) == 0)
+        {
+            await RestartCoordinatorAsync();
         }
         else if (_step < _failuresStopAt && _rng.Next(2) == 0)
         {
@@ -443,18 +473,57 @@ internal sealed class Simulation
             if (node.Instance is null && node.RestartAt <= _step)
             {
                 await node.Store.ReopenAsync();
-                await StartAsync(node);
+                if (!await StartAsync(node))
+                {
+                    node.RestartAt = _step + 1;
+                }
             }
         }
     }
 
-    private async Task StartAsync(Node node)
+    /// <summary>Starts a node; false if the coordinator is recovering (or crashed meanwhile) and it must try again later.</summary>
+    private async Task<bool> StartAsync(Node node)
     {
         // A clock that never moves: versions advance only when the simulation says so, never by wall-clock luck.
         var so = MemoryStateObject.Create(node.Id, node.Store, time: _clock);
         so.OnRestore = version => CheckRestore(node.Id, version);
+        bool connected;
+        try
+        {
+            connected = await so.TryConnectAsync(_coordinator);
+        }
+        catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.Unavailable && _coordinator.Current.Fault is not null)
+        {
+            connected = false;
+            await RestartCoordinatorIfDownAsync();
+        }
+
+        if (!connected)
+        {
+            await so.DisposeAsync();
+            Stats.ConnectRetries++;
+            return false;
+        }
+
         node.Instance = so;
-        await so.ConnectAsync(_coordinator);
+        return true;
+    }
+
+    /// <summary>The coordinator process dies (losing everything not journaled) and a new incarnation recovers.</summary>
+    private async Task RestartCoordinatorAsync()
+    {
+        Stats.CoordinatorCrashes++;
+        await _coordinator.Current.DisposeAsync();
+        _coordinator.Current = await ClusterCoordinator.OpenAsync(_journal!, [.. _journal!.Entries]);
+    }
+
+    private async Task RestartCoordinatorIfDownAsync()
+    {
+        if (_journal is not null && _coordinator.Current.Fault is not null)
+        {
+            Stats.TornJournalAppends++;
+            await RestartCoordinatorAsync();
+        }
     }
 
     private void CheckRestore(long id, long version)
@@ -468,7 +537,14 @@ internal sealed class Simulation
 
     private void CheckCommittedMonotonic()
     {
-        foreach (var kv in _coordinator.State.Committed)
+        // A recovering coordinator publishes only the floors it has heard of; once recovered, nothing may be below before.
+        var state = _coordinator.Current.State;
+        if (state.IsRecovering)
+        {
+            return;
+        }
+
+        foreach (var kv in state.Committed)
         {
             long before = _maxCommitted.GetValueOrDefault(kv.Key);
             Assert.True(kv.Value >= before, Fail($"committed version of {kv.Key} went back from {before} to {kv.Value}"));
@@ -479,10 +555,20 @@ internal sealed class Simulation
     /// <summary>Failures have stopped: restart everyone, drain the network and durability, and require progress.</summary>
     private async Task QuiesceAsync()
     {
-        foreach (var node in _nodes.Where(n => n.Instance is null))
+        for (int round = 0; _nodes.Any(n => n.Instance is null); round++)
         {
-            await node.Store.ReopenAsync();
-            await StartAsync(node);
+            Assert.True(round < 10, Fail("a node could not connect after failures stopped"));
+            foreach (var node in _nodes.Where(n => n.Instance is null))
+            {
+                await node.Store.ReopenAsync();
+                await StartAsync(node);
+            }
+
+            // Live nodes answer a recovering coordinator with their resync.
+            foreach (var node in _nodes.Where(n => n.Instance is not null))
+            {
+                await node.Instance!.RefreshAsync();
+            }
         }
 
         for (int round = 0; round < 50 && _inFlight.Count > 0; round++)
@@ -657,8 +743,17 @@ internal sealed class SimulationStats
 
     public int LostStateMessagesDiscarded { get; set; }
 
+    public int CoordinatorCrashes { get; set; }
+
+    public int TornJournalAppends { get; set; }
+
+    public int ConnectRetries { get; set; }
+
     public void Add(SimulationStats other)
     {
+        CoordinatorCrashes += other.CoordinatorCrashes;
+        TornJournalAppends += other.TornJournalAppends;
+        ConnectRetries += other.ConnectRetries;
         Sent += other.Sent;
         Accepted += other.Accepted;
         Discarded += other.Discarded;
@@ -679,5 +774,6 @@ internal sealed class SimulationStats
     public override string ToString() =>
         $"sent {Sent}, accepted {Accepted}, discarded {Discarded}, delayed {Delayed}, crashes {Crashes}, restores {Restores}, " +
         $"sthreads {Detached} (merged {Merged}, rolled back {SthreadsRolledBack}, late messages received {SthreadReceives}), barriers passed {BarriersPassed}, events lost {Lost}, torn writes {TornWrites}, " +
-        $"messages from lost state {MessagesFromLostState} (discarded on arrival {LostStateMessagesDiscarded}, the rest rolled back with their receiver)";
+        $"messages from lost state {MessagesFromLostState} (discarded on arrival {LostStateMessagesDiscarded}, the rest rolled back with their receiver), " +
+        $"coordinator crashes {CoordinatorCrashes} (in a journal append {TornJournalAppends}), connects told to retry {ConnectRetries}";
 }

@@ -17,28 +17,36 @@ public class SimulationTests(ITestOutputHelper output)
         return RunSeedsAsync(onDevices: true, SeedRange());
     }
 
+    /// <summary>The in-memory runs against a journaled coordinator that crashes at random points and recovers.</summary>
+    [Fact]
+    public Task Simulation_WithCoordinatorCrashes_KeepsSafetyAndLiveness()
+    {
+        return RunSeedsAsync(onDevices: false, SeedRange(), coordinatorCrashes: true);
+    }
+
     [Theory]
-    [InlineData(false)]
-    [InlineData(true)]
-    public async Task Simulation_SameSeed_ReplaysIdentically(bool onDevices)
+    [InlineData(false, false)]
+    [InlineData(true, false)]
+    [InlineData(false, true)]
+    public async Task Simulation_SameSeed_ReplaysIdentically(bool onDevices, bool coordinatorCrashes)
     {
         int seed = SeedRange().First;
-        var first = new Simulation(seed, onDevices);
+        var first = new Simulation(seed, onDevices, coordinatorCrashes);
         await first.RunAsync();
-        var second = new Simulation(seed, onDevices);
+        var second = new Simulation(seed, onDevices, coordinatorCrashes);
         await second.RunAsync();
 
         Assert.Equal(first.Fingerprint, second.Fingerprint);
         Assert.Equal(first.Stats.ToString(), second.Stats.ToString());
     }
 
-    private async Task RunSeedsAsync(bool onDevices, (int First, int Count) range)
+    private async Task RunSeedsAsync(bool onDevices, (int First, int Count) range, bool coordinatorCrashes = false)
     {
         var (first, count) = range;
         var total = new SimulationStats();
         for (int seed = first; seed < first + count; seed++)
         {
-            var sim = new Simulation(seed, onDevices);
+            var sim = new Simulation(seed, onDevices, coordinatorCrashes);
             try
             {
                 await sim.RunAsync();
@@ -46,18 +54,25 @@ public class SimulationTests(ITestOutputHelper output)
             catch (Exception ex)
             {
                 throw new SimulationFailedException(
-                    $"Simulation ({(onDevices ? "on devices" : "in memory")}) failed with seed {seed}: {ex.Message}{Environment.NewLine}Replay it with: DSE_SIM_SEED={seed} dotnet test Dse.sln --filter Category=Simulation",
+                    $"Simulation ({Variant(onDevices, coordinatorCrashes)}) failed with seed {seed}: {ex.Message}{Environment.NewLine}Replay it with: DSE_SIM_SEED={seed} dotnet test Dse.sln --filter Category=Simulation",
                     ex);
             }
 
             total.Add(sim.Stats);
         }
 
-        output.WriteLine($"{(onDevices ? "on devices" : "in memory")}: {count} seeds from {first}: {total}");
+        output.WriteLine($"{Variant(onDevices, coordinatorCrashes)}: {count} seeds from {first}: {total}");
 
         // The runs must actually exercise the protocol, or passing means nothing.
         Assert.True(total.Crashes > 0 && total.Restores > 0 && total.Discarded > 0 && total.BarriersPassed > 0 && total.LostStateMessagesDiscarded > 0, $"the simulation did not exercise failures: {total}");
+        if (coordinatorCrashes && count >= 20)
+        {
+            Assert.True(total.CoordinatorCrashes > 0 && total.TornJournalAppends > 0 && total.ConnectRetries > 0, $"the simulation did not exercise coordinator crashes: {total}");
+        }
     }
+
+    private static string Variant(bool onDevices, bool coordinatorCrashes) =>
+        (onDevices ? "on devices" : "in memory") + (coordinatorCrashes ? ", with coordinator crashes" : string.Empty);
 
     private static (int First, int Count) SeedRange()
     {

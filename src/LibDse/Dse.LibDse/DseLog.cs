@@ -25,4 +25,7 @@ internal static partial class DseLog
 
     [LoggerMessage(EventId = 1006, Level = LogLevel.Warning, Message = "StateObject {ObjectId} could not prune its storage up to version {Version}")]
     public static partial void PruneFailed(ILogger logger, long objectId, long version, Exception exception);
+
+    [LoggerMessage(EventId = 1008, Level = LogLevel.Information, Message = "StateObject {ObjectId} resynchronized {Versions} durable versions with coordinator incarnation {Incarnation}")]
+    public static partial void Resynced(ILogger logger, long objectId, long incarnation, int versions);
 }

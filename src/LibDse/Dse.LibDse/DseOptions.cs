@@ -23,6 +23,12 @@ public sealed class DseOptions
     /// </summary>
     public bool RunBackgroundTasks { get; set; } = true;
 
+    /// <summary>
+    /// How often the background task tells the coordinator the StateObject is alive. Default 1 s; keep it well below the
+    /// coordinator's heartbeat timeout (the coordinator host defaults to 10 s).
+    /// </summary>
+    public TimeSpan HeartbeatPeriod { get; set; } = TimeSpan.FromSeconds(1);
+
     /// <summary>Time source for the group-commit period. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
@@ -40,6 +46,11 @@ public sealed class DseOptions
         if (GroupCommitPeriod <= TimeSpan.Zero || GroupCommitPeriod > TimeSpan.FromMinutes(10))
         {
             throw new ArgumentException($"{nameof(DseOptions)}.{nameof(GroupCommitPeriod)} must be positive and at most 10 minutes (got {GroupCommitPeriod}).", nameof(GroupCommitPeriod));
+        }
+
+        if (HeartbeatPeriod <= TimeSpan.Zero || HeartbeatPeriod > TimeSpan.FromMinutes(10))
+        {
+            throw new ArgumentException($"{nameof(DseOptions)}.{nameof(HeartbeatPeriod)} must be positive and at most 10 minutes (got {HeartbeatPeriod}).", nameof(HeartbeatPeriod));
         }
 
         if (TimeProvider is null)

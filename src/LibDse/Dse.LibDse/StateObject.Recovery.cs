@@ -9,9 +9,36 @@ public abstract partial class StateObject
     /// surviving one after a restart, which the coordinator treats as a failure and answers with a rollback decision.
     /// </summary>
     /// <exception cref="DseHeaderFormatException">Stored version metadata is corrupt.</exception>
+    /// <exception cref="DseCoordinatorException">The coordinator refused the connect (see its <see cref="DseCoordinatorException.Code"/>).</exception>
     public async ValueTask ConnectAsync(IDseCoordinator coordinator, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(coordinator);
+        while (true)
+        {
+            var retry = await TryConnectCoreAsync(coordinator, cancellationToken).ConfigureAwait(false);
+            if (retry is null)
+            {
+                return;
+            }
+
+            // The coordinator is recovering from its own restart and recorded our listing; connect again once it moves on.
+            await coordinator.WaitForChangeAsync(retry.Epoch, cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
+    /// One connect attempt: like <see cref="ConnectAsync"/>, but returns false instead of waiting when the coordinator
+    /// is recovering from its own restart and asks the participant to connect again once its state changes.
+    /// </summary>
+    public async ValueTask<bool> TryConnectAsync(IDseCoordinator coordinator, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(coordinator);
+        return await TryConnectCoreAsync(coordinator, cancellationToken).ConfigureAwait(false) is null;
+    }
+
+    /// <summary>Returns null once connected, or the state to wait past before trying again.</summary>
+    private async ValueTask<ClusterState?> TryConnectCoreAsync(IDseCoordinator coordinator, CancellationToken cancellationToken)
+    {
         await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
@@ -35,6 +62,11 @@ public abstract partial class StateObject
             }
 
             var response = await coordinator.ConnectAsync(new ConnectRequest(Id, reports), cancellationToken).ConfigureAwait(false);
+            if (response.MustRetry)
+            {
+                return response.State;
+            }
+
             await RestoreAsync(response.RestoreVersion, cancellationToken).ConfigureAwait(false);
 
             long committed = response.State.CommittedVersion(Id);
@@ -60,6 +92,8 @@ public abstract partial class StateObject
             _pruned = committed;
             Volatile.Write(ref _view, response.State);
             _lastAdvanceTimestamp = _options.TimeProvider.GetTimestamp();
+            _lastHeartbeatTimestamp = _lastAdvanceTimestamp;
+            _syncedIncarnation = response.State.Incarnation;
             _coordinator = coordinator;
             DseLog.Connected(_logger, Id, response.RestoreVersion, response.WorldLine, response.IsRestart);
         }
@@ -75,6 +109,8 @@ public abstract partial class StateObject
             _background = Task.WhenAll(Task.Run(() => AdvanceLoopAsync(token), CancellationToken.None), Task.Run(() => FollowLoopAsync(token), CancellationToken.None));
             _stop = stop;
         }
+
+        return null;
     }
 
     /// <summary>
@@ -92,6 +128,21 @@ public abstract partial class StateObject
         {
             await AdvanceCoreAsync(0, AdvanceReason.Periodic, cancellationToken).ConfigureAwait(false);
         }
+
+        await HeartbeatIfDueAsync(cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>Tells the coordinator this participant is alive, at most once per <see cref="DseOptions.HeartbeatPeriod"/>.</summary>
+    private async ValueTask HeartbeatIfDueAsync(CancellationToken cancellationToken)
+    {
+        var coordinator = _coordinator;
+        if (coordinator is null || _options.TimeProvider.GetElapsedTime(Volatile.Read(ref _lastHeartbeatTimestamp)) < _options.HeartbeatPeriod)
+        {
+            return;
+        }
+
+        Volatile.Write(ref _lastHeartbeatTimestamp, _options.TimeProvider.GetTimestamp());
+        await coordinator.HeartbeatAsync(Id, cancellationToken).ConfigureAwait(false);
     }
 
     /// <summary>Applies a cluster state: publishes it as the view, applies pending decisions in world-line order, prunes.</summary>
@@ -132,6 +183,12 @@ public abstract partial class StateObject
         {
             await PruneAsync(committed, cancellationToken).ConfigureAwait(false);
         }
+
+        if (state.Incarnation > _syncedIncarnation)
+        {
+            // A restarted coordinator waits for our answer: resync now rather than at the next report.
+            await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+        }
     }
 
     /// <summary>Replaces the view if <paramref name="state"/> is newer; concurrent callers never move it back.</summary>
@@ -145,12 +202,30 @@ public abstract partial class StateObject
                 return;
             }
 
-            if (Interlocked.CompareExchange(ref _view, state, current) == current)
+            // A restarted coordinator publishes only the floors it has heard of so far; what an earlier incarnation
+            // published as committed stays committed, so the view keeps the higher of the two.
+            var next = state.Incarnation > current.Incarnation && current.Committed.Count > 0 ? WithCommittedFloors(state, current.Committed) : state;
+            if (Interlocked.CompareExchange(ref _view, next, current) == current)
             {
                 Interlocked.Exchange(ref _viewChanged, NewSignal()).TrySetResult();
                 return;
             }
         }
+    }
+
+    private static ClusterState WithCommittedFloors(ClusterState state, IReadOnlyDictionary<long, long> floors)
+    {
+        Dictionary<long, long>? merged = null;
+        foreach (var (id, floor) in floors)
+        {
+            if (floor > state.CommittedVersion(id))
+            {
+                merged ??= new Dictionary<long, long>(state.Committed);
+                merged[id] = floor;
+            }
+        }
+
+        return merged is null ? state : state with { Committed = merged };
     }
 
     private async ValueTask ApplyDecisionAsync(RollbackDecision decision, CancellationToken cancellationToken)
@@ -168,8 +243,10 @@ public abstract partial class StateObject
 
             if (decision.FailedObjectId == Id)
             {
-                // Our id restarted elsewhere: this instance is a superseded incarnation and must stop.
-                var error = new DseFaultedException($"StateObject {Id} was superseded: a newer incarnation connected (world-line {decision.WorldLine}).");
+                // Our id restarted elsewhere, or the coordinator removed us: this instance must stop.
+                var error = new DseFaultedException(decision.Reason == RollbackReason.Removed
+                    ? $"StateObject {Id} was removed from the cluster by the coordinator (world-line {decision.WorldLine}), for example because it missed heartbeats; restart it so that it connects again."
+                    : $"StateObject {Id} was superseded: a newer incarnation connected (world-line {decision.WorldLine}).");
                 SetFault(error);
                 throw error;
             }
@@ -371,6 +448,7 @@ public abstract partial class StateObject
             {
                 await AdvanceCoreAsync(0, AdvanceReason.Periodic, cancellationToken).ConfigureAwait(false);
                 await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+                await HeartbeatIfDueAsync(cancellationToken).ConfigureAwait(false);
             }
             catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
             {

@@ -51,6 +51,11 @@ public abstract partial class StateObject : IAsyncDisposable
     private IDseCoordinator? _coordinator;
     private Exception? _fault;
     private long _lastAdvanceTimestamp;
+    private long _lastHeartbeatTimestamp;
+
+    // The coordinator incarnation this object last handed its durable fragments to (at connect or by a resync).
+    // Guarded by _reporting after connect.
+    private long _syncedIncarnation;
     private long _pruned;
     private CancellationTokenSource? _stop;
     private Task? _background;
@@ -618,6 +623,12 @@ public abstract partial class StateObject : IAsyncDisposable
                 _pendingAcks.Dequeue();
             }
 
+            // A restarted coordinator knows none of our fragments: hand it every durable one before reporting more.
+            if (ClusterView.Incarnation > _syncedIncarnation)
+            {
+                await ResyncCoreAsync(coordinator, cancellationToken).ConfigureAwait(false);
+            }
+
             while (true)
             {
                 VersionRecord? next = null;
@@ -638,7 +649,19 @@ public abstract partial class StateObject : IAsyncDisposable
                     return;
                 }
 
-                var outcome = await coordinator.ReportPersistedAsync(Id, new VersionReport(next.Version, next.WorldLine, next.Dependencies), cancellationToken).ConfigureAwait(false);
+                ReportOutcome outcome;
+                try
+                {
+                    outcome = await coordinator.ReportPersistedAsync(Id, new VersionReport(next.Version, next.WorldLine, next.Dependencies), cancellationToken).ConfigureAwait(false);
+                }
+                catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.ResyncRequired)
+                {
+                    // The coordinator restarted before we saw its new state: learn it, then resync (which covers this version).
+                    PublishView(await coordinator.GetStateAsync(cancellationToken).ConfigureAwait(false));
+                    await ResyncCoreAsync(coordinator, cancellationToken).ConfigureAwait(false);
+                    continue;
+                }
+
                 DseLog.ReportOutcome(_logger, Id, next.Version, outcome);
                 lock (_book)
                 {
@@ -650,6 +673,35 @@ public abstract partial class StateObject : IAsyncDisposable
         {
             _reporting.Release();
         }
+    }
+
+    /// <summary>
+    /// Hands a restarted coordinator this object's world-line, its durable uncommitted fragments and its view of the
+    /// boundary (docs/coordinator.md). Under _reporting, after pending acknowledgements.
+    /// </summary>
+    private async ValueTask ResyncCoreAsync(IDseCoordinator coordinator, CancellationToken cancellationToken)
+    {
+        var view = ClusterView;
+        List<VersionRecord> durable;
+        lock (_book)
+        {
+            durable = [.. _records.Where(r => r.Durable)];
+        }
+
+        // Decisions are applied under _reporting too, so the world-line and the records are consistent with each other.
+        var request = new ResyncRequest(Id, WorldLine, [.. durable.Select(r => new VersionReport(r.Version, r.WorldLine, r.Dependencies))], view.Committed);
+        var state = await coordinator.ResyncAsync(request, cancellationToken).ConfigureAwait(false);
+        lock (_book)
+        {
+            foreach (var r in durable)
+            {
+                r.Reported = true;
+            }
+        }
+
+        _syncedIncarnation = Math.Max(view.Incarnation, state.Incarnation);
+        PublishView(state);
+        DseLog.Resynced(_logger, Id, state.Incarnation, durable.Count);
     }
 
     private enum AdvanceReason
