@@ -184,7 +184,7 @@ public abstract partial class StateObject
             await PruneAsync(committed, cancellationToken).ConfigureAwait(false);
         }
 
-        if (state.Incarnation > _syncedIncarnation)
+        if (state.Incarnation > Volatile.Read(ref _syncedIncarnation))
         {
             // A restarted coordinator waits for our answer: resync now rather than at the next report.
             await FlushReportsAsync(cancellationToken).ConfigureAwait(false);

@@ -699,7 +699,7 @@ public abstract partial class StateObject : IAsyncDisposable
             }
         }
 
-        _syncedIncarnation = Math.Max(view.Incarnation, state.Incarnation);
+        Volatile.Write(ref _syncedIncarnation, Math.Max(view.Incarnation, state.Incarnation));
         PublishView(state);
         DseLog.Resynced(_logger, Id, state.Incarnation, durable.Count);
     }
