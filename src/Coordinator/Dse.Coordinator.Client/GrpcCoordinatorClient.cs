@@ -1,0 +1,214 @@
+using System.Collections.Frozen;
+using Duration = Google.Protobuf.WellKnownTypes.Duration;
+using Grpc.Core;
+using Grpc.Net.Client;
+using Wire = Dse.Coordinator.Grpc;
+
+namespace Dse.Coordinator.Client;
+
+/// <summary>
+/// An <see cref="IDseCoordinator"/> that calls a coordinator host over gRPC (protos/dse/coordinator/v1). Refusals
+/// come back as the <see cref="DseCoordinatorException"/> the coordinator threw, with the same
+/// <see cref="DseCoordinatorException.Code"/> and message; any failure that did not reach the coordinator (it is
+/// unreachable, the connection reset, a deadline passed) becomes <see cref="CoordinatorErrorCode.Unavailable"/> with the
+/// <see cref="RpcException"/> as inner exception, which the runtime treats as an outage and retries.
+/// </summary>
+/// <remarks>
+/// Thread-safe; one instance per coordinator address is enough for a process. Every call but the long poll has the
+/// deadline <see cref="GrpcCoordinatorClientOptions.CallTimeout"/>. <see cref="WaitForChangeAsync"/> polls: each call
+/// waits on the server at most <see cref="GrpcCoordinatorClientOptions.LongPollWait"/> (or the server's cap) and the
+/// client calls again until the epoch moves past the known one or the token is cancelled.
+/// </remarks>
+public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsyncDisposable
+{
+    /// <summary>The response trailer that carries the <see cref="CoordinatorErrorCode"/> name of a refused request.</summary>
+    public const string ErrorCodeTrailer = "dse-error-code";
+
+    private static readonly FrozenDictionary<string, CoordinatorErrorCode> ErrorCodes =
+        Enum.GetValues<CoordinatorErrorCode>().ToFrozenDictionary(code => code.ToString(), StringComparer.Ordinal);
+
+    private readonly Wire.Coordinator.CoordinatorClient _client;
+    private readonly GrpcChannel? _ownedChannel;
+    private readonly TimeSpan _callTimeout;
+    private readonly TimeSpan _longPollWait;
+    private readonly Duration _longPollWaitOnWire;
+
+    /// <summary>Creates a client with its own channel to <paramref name="address"/> (for example http://127.0.0.1:5000).</summary>
+    /// <param name="address">The coordinator host; http (HTTP/2 without TLS) or https.</param>
+    /// <param name="options">Timeouts; default <see cref="GrpcCoordinatorClientOptions"/>.</param>
+    /// <exception cref="ArgumentException">The address is not an absolute http or https URI, or an option is invalid.</exception>
+    public GrpcCoordinatorClient(Uri address, GrpcCoordinatorClientOptions? options = null)
+        : this(CreateChannel(address), options, ownsChannel: true)
+    {
+    }
+
+    /// <summary>Creates a client over an existing channel, which the caller keeps owning (and disposes).</summary>
+    /// <param name="channel">A channel to the coordinator host, for example a <see cref="GrpcChannel"/>.</param>
+    /// <param name="options">Timeouts; default <see cref="GrpcCoordinatorClientOptions"/>.</param>
+    /// <exception cref="ArgumentException">An option is invalid.</exception>
+    public GrpcCoordinatorClient(ChannelBase channel, GrpcCoordinatorClientOptions? options = null)
+        : this(channel, options, ownsChannel: false)
+    {
+    }
+
+    private GrpcCoordinatorClient(ChannelBase channel, GrpcCoordinatorClientOptions? options, bool ownsChannel)
+    {
+        ArgumentNullException.ThrowIfNull(channel);
+        options ??= new GrpcCoordinatorClientOptions();
+        options.Validate();
+        _client = new Wire.Coordinator.CoordinatorClient(channel);
+        _ownedChannel = ownsChannel ? (GrpcChannel)channel : null;
+        _callTimeout = options.CallTimeout;
+        _longPollWait = options.LongPollWait;
+        _longPollWaitOnWire = Duration.FromTimeSpan(options.LongPollWait);
+        Target = channel.Target;
+    }
+
+    /// <summary>The coordinator this client calls, as the channel names it; used in error messages.</summary>
+    public string Target { get; }
+
+    /// <inheritdoc />
+    public async ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var wire = ClientWire.ToWire(request);
+        var response = await CallAsync(static (c, r, o) => c.ConnectAsync(r, o), wire, nameof(ConnectAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+        return ClientWire.FromWire(response, Target);
+    }
+
+    /// <inheritdoc />
+    public async ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(report);
+        var wire = new Wire.ReportPersistedRequest { ObjectId = objectId, Report = ClientWire.ToWire(objectId, report) };
+        var response = await CallAsync(static (c, r, o) => c.ReportPersistedAsync(r, o), wire, nameof(ReportPersistedAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+        return ClientWire.FromWire(response.Outcome, Target);
+    }
+
+    /// <inheritdoc />
+    public async ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default)
+    {
+        var wire = new Wire.AcknowledgeRollbackRequest { ObjectId = objectId, WorldLine = worldLine, KeptThrough = keptThrough };
+        await CallAsync(static (c, r, o) => c.AcknowledgeRollbackAsync(r, o), wire, nameof(AcknowledgeRollbackAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <inheritdoc />
+    public async ValueTask<ClusterState> ResyncAsync(ResyncRequest request, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var wire = ClientWire.ToWire(request);
+        var response = await CallAsync(static (c, r, o) => c.ResyncAsync(r, o), wire, nameof(ResyncAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+        return ClientWire.FromWire(response.State, Target, "ResyncResponse.state");
+    }
+
+    /// <inheritdoc />
+    public async ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default)
+    {
+        var wire = new Wire.HeartbeatRequest { ObjectId = objectId };
+        await CallAsync(static (c, r, o) => c.HeartbeatAsync(r, o), wire, nameof(HeartbeatAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <inheritdoc />
+    public async ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default)
+    {
+        var response = await CallAsync(static (c, r, o) => c.GetStateAsync(r, o), new Wire.GetStateRequest(), nameof(GetStateAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+        return ClientWire.FromWire(response.State, Target, "GetStateResponse.state");
+    }
+
+    /// <inheritdoc />
+    /// <remarks>
+    /// Long-polls: each call waits on the server at most <see cref="GrpcCoordinatorClientOptions.LongPollWait"/> (or
+    /// the server's cap) and answers with the current state; the client calls again until the epoch moved past
+    /// <paramref name="knownEpoch"/>. A failed poll throws; the caller decides whether to retry.
+    /// </remarks>
+    public async ValueTask<ClusterState> WaitForChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
+    {
+        var wire = new Wire.WaitForChangeRequest { KnownEpoch = knownEpoch, MaxWait = _longPollWaitOnWire };
+        while (true)
+        {
+            var response = await CallAsync(static (c, r, o) => c.WaitForChangeAsync(r, o), wire, nameof(WaitForChangeAsync), _longPollWait + _callTimeout, cancellationToken).ConfigureAwait(false);
+            var state = ClientWire.FromWire(response.State, Target, "WaitForChangeResponse.state");
+            if (state.Epoch > knownEpoch)
+            {
+                return state;
+            }
+
+            // The server's wait ended without a change: poll again.
+        }
+    }
+
+    /// <summary>Disposes the channel if this client created it.</summary>
+    public void Dispose() => _ownedChannel?.Dispose();
+
+    /// <summary>Disposes the channel if this client created it.</summary>
+    public ValueTask DisposeAsync()
+    {
+        Dispose();
+        return ValueTask.CompletedTask;
+    }
+
+    private static GrpcChannel CreateChannel(Uri address)
+    {
+        ArgumentNullException.ThrowIfNull(address);
+        if (!address.IsAbsoluteUri || (address.Scheme != Uri.UriSchemeHttp && address.Scheme != Uri.UriSchemeHttps))
+        {
+            throw new ArgumentException($"The coordinator address must be an absolute http or https URI (got '{address}').", nameof(address));
+        }
+
+        return GrpcChannel.ForAddress(address, new GrpcChannelOptions
+        {
+            HttpHandler = new SocketsHttpHandler
+            {
+                EnableMultipleHttp2Connections = true,
+
+                // Keep-alive pings find a connection that died under a pending long poll before its deadline does.
+                KeepAlivePingDelay = TimeSpan.FromSeconds(30),
+                KeepAlivePingTimeout = TimeSpan.FromSeconds(10),
+                KeepAlivePingPolicy = HttpKeepAlivePingPolicy.WithActiveRequests,
+            },
+            DisposeHttpClient = true,
+            ThrowOperationCanceledOnCancellation = true,
+        });
+    }
+
+    private async Task<TResponse> CallAsync<TRequest, TResponse>(
+        Func<Wire.Coordinator.CoordinatorClient, TRequest, CallOptions, AsyncUnaryCall<TResponse>> call,
+        TRequest request,
+        string method,
+        TimeSpan timeout,
+        CancellationToken cancellationToken)
+    {
+        cancellationToken.ThrowIfCancellationRequested();
+        var options = new CallOptions(deadline: DateTime.UtcNow + timeout, cancellationToken: cancellationToken);
+        try
+        {
+            using var pending = call(_client, request, options);
+            return await pending.ResponseAsync.ConfigureAwait(false);
+        }
+        catch (RpcException ex) when (ex.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            // A channel the caller configured without ThrowOperationCanceledOnCancellation.
+            throw new OperationCanceledException($"The call {method} to the coordinator at {Target} was cancelled.", ex, cancellationToken);
+        }
+        catch (RpcException ex)
+        {
+            throw Translate(ex, method);
+        }
+    }
+
+    /// <summary>A refusal with the coordinator's code and message, or an outage for anything that did not reach it.</summary>
+    private DseCoordinatorException Translate(RpcException ex, string method)
+    {
+        string? name = ex.Trailers.GetValue(ErrorCodeTrailer);
+        if (name is not null && ErrorCodes.TryGetValue(name, out var code))
+        {
+            return new DseCoordinatorException(code, ex.Status.Detail, ex);
+        }
+
+        string detail = string.IsNullOrEmpty(ex.Status.Detail) ? string.Empty : $": {ex.Status.Detail}";
+        return new DseCoordinatorException(
+            CoordinatorErrorCode.Unavailable,
+            $"The coordinator at {Target} is unavailable: {method} failed with {ex.StatusCode}{detail}.",
+            ex);
+    }
+}

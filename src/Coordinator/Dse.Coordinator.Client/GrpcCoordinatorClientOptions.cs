@@ -1,0 +1,32 @@
+namespace Dse.Coordinator.Client;
+
+/// <summary>Options of a <see cref="GrpcCoordinatorClient"/>; validated when it is created.</summary>
+public sealed class GrpcCoordinatorClientOptions
+{
+    /// <summary>
+    /// The deadline of every call but the long poll. A coordinator that does not answer within it counts as
+    /// unavailable. Default 10 s; between 1 ms and 10 minutes.
+    /// </summary>
+    public TimeSpan CallTimeout { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>
+    /// How long one long poll of <see cref="GrpcCoordinatorClient.WaitForChangeAsync"/> asks the server to wait; the
+    /// server may answer earlier (its own cap), and the client then polls again. Its deadline is this plus
+    /// <see cref="CallTimeout"/>. Default 20 s; between 1 ms and 10 minutes.
+    /// </summary>
+    public TimeSpan LongPollWait { get; set; } = TimeSpan.FromSeconds(20);
+
+    /// <summary>Throws an <see cref="ArgumentException"/> naming the first invalid option.</summary>
+    public void Validate()
+    {
+        if (CallTimeout < TimeSpan.FromMilliseconds(1) || CallTimeout > TimeSpan.FromMinutes(10))
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(CallTimeout)} must be between 1 ms and 10 minutes (got {CallTimeout}).", nameof(CallTimeout));
+        }
+
+        if (LongPollWait < TimeSpan.FromMilliseconds(1) || LongPollWait > TimeSpan.FromMinutes(10))
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(LongPollWait)} must be between 1 ms and 10 minutes (got {LongPollWait}).", nameof(LongPollWait));
+        }
+    }
+}
