@@ -1,0 +1,111 @@
+using Grpc.Core;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Wire = Dse.Coordinator.Grpc;
+
+namespace Dse.Coordinator;
+
+/// <summary>
+/// The gRPC service <c>dse.coordinator.v1.Coordinator</c> over a <see cref="CoordinatorServer"/>'s coordinator: checks
+/// and maps each request (<see cref="ServerWire"/>), calls the coordinator, and turns its refusals into a status with
+/// the <c>dse-error-code</c> trailer (<see cref="CoordinatorMethods.Refusal"/>). A refused request changes nothing.
+/// </summary>
+internal sealed class CoordinatorGrpcService
+{
+    private readonly ClusterCoordinator _coordinator;
+    private readonly TimeSpan _longPollCap;
+    private readonly TimeProvider _time;
+    private readonly CancellationToken _stopping;
+    private readonly ILogger _logger;
+
+    public CoordinatorGrpcService(CoordinatorServer server, IHostApplicationLifetime lifetime, ILogger<CoordinatorGrpcService> logger)
+    {
+        _coordinator = server.Coordinator;
+        _longPollCap = server.Options.LongPollTimeout;
+        _time = server.Options.TimeProvider;
+        _stopping = lifetime.ApplicationStopping;
+        _logger = logger;
+    }
+
+    public Task<Wire.ConnectResponse> Connect(Wire.ConnectRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(Connect), request, context, static async (self, r, ct) =>
+            ServerWire.ToWire(await self._coordinator.ConnectAsync(ServerWire.FromWire(r), ct).ConfigureAwait(false)));
+
+    public Task<Wire.ReportPersistedResponse> ReportPersisted(Wire.ReportPersistedRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(ReportPersisted), request, context, static async (self, r, ct) =>
+        {
+            var (objectId, report) = ServerWire.FromWire(r);
+            var outcome = await self._coordinator.ReportPersistedAsync(objectId, report, ct).ConfigureAwait(false);
+            return new Wire.ReportPersistedResponse { Outcome = ServerWire.ToWire(outcome) };
+        });
+
+    public Task<Wire.AcknowledgeRollbackResponse> AcknowledgeRollback(Wire.AcknowledgeRollbackRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(AcknowledgeRollback), request, context, static async (self, r, ct) =>
+        {
+            var (objectId, worldLine, keptThrough) = ServerWire.FromWire(r);
+            await self._coordinator.AcknowledgeRollbackAsync(objectId, worldLine, keptThrough, ct).ConfigureAwait(false);
+            return new Wire.AcknowledgeRollbackResponse();
+        });
+
+    public Task<Wire.ResyncResponse> Resync(Wire.ResyncRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(Resync), request, context, static async (self, r, ct) =>
+            new Wire.ResyncResponse { State = ServerWire.ToWire(await self._coordinator.ResyncAsync(ServerWire.FromWire(r), ct).ConfigureAwait(false)) });
+
+    public Task<Wire.HeartbeatResponse> Heartbeat(Wire.HeartbeatRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(Heartbeat), request, context, static async (self, r, ct) =>
+        {
+            await self._coordinator.HeartbeatAsync(ServerWire.FromWire(r), ct).ConfigureAwait(false);
+            return new Wire.HeartbeatResponse();
+        });
+
+    public Task<Wire.GetStateResponse> GetState(Wire.GetStateRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(GetState), request, context, static async (self, r, ct) =>
+            new Wire.GetStateResponse { State = ServerWire.ToWire(await self._coordinator.GetStateAsync(ct).ConfigureAwait(false)) });
+
+    public Task<Wire.WaitForChangeResponse> WaitForChange(Wire.WaitForChangeRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(WaitForChange), request, context, static async (self, r, ct) =>
+            new Wire.WaitForChangeResponse { State = ServerWire.ToWire(await self.LongPollAsync(r, ct).ConfigureAwait(false)) });
+
+    /// <summary>
+    /// The state once its epoch passed the known one, or the current state once the wait (the client's wish, at most the
+    /// cap) is over. A host that stops ends pending polls with Unavailable, so that clients back off instead of polling a
+    /// server that is going away.
+    /// </summary>
+    private async Task<ClusterState> LongPollAsync(Wire.WaitForChangeRequest request, CancellationToken callCancelled)
+    {
+        var (knownEpoch, wait) = ServerWire.FromWire(request, _longPollCap);
+        using var cap = new CancellationTokenSource(wait, _time);
+        using var linked = CancellationTokenSource.CreateLinkedTokenSource(callCancelled, cap.Token, _stopping);
+        try
+        {
+            return await _coordinator.WaitForChangeAsync(knownEpoch, linked.Token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (!callCancelled.IsCancellationRequested)
+        {
+            if (_stopping.IsCancellationRequested)
+            {
+                throw new DseCoordinatorException(CoordinatorErrorCode.Unavailable, "The coordinator host is shutting down; poll again once it is back.");
+            }
+
+            CoordinatorServiceMessages.LongPollExpired(_logger, knownEpoch, wait);
+            return await _coordinator.GetStateAsync(callCancelled).ConfigureAwait(false);
+        }
+    }
+
+    private async Task<TResponse> ServeAsync<TRequest, TResponse>(
+        string method,
+        TRequest request,
+        ServerCallContext context,
+        Func<CoordinatorGrpcService, TRequest, CancellationToken, Task<TResponse>> handler)
+    {
+        try
+        {
+            return await handler(this, request, context.CancellationToken).ConfigureAwait(false);
+        }
+        catch (DseCoordinatorException ex)
+        {
+            CoordinatorServiceMessages.Refused(_logger, method, ex.Code, ex.Message);
+            throw CoordinatorMethods.Refusal(ex.Code, ex.Message);
+        }
+    }
+}

@@ -1,0 +1,55 @@
+using Microsoft.Extensions.Logging;
+
+namespace Dse.Coordinator;
+
+/// <summary>Options of a <see cref="CoordinatorServer"/>: the coordinator it opens and the gRPC service over it.</summary>
+public sealed class CoordinatorServerOptions
+{
+    /// <summary>
+    /// How long the coordinator waits to hear from a participant before it removes it (see
+    /// <see cref="ClusterCoordinatorOptions.HeartbeatTimeout"/>). Default 10 s; <c>null</c> never removes. Between
+    /// 10 ms and 1 hour.
+    /// </summary>
+    public TimeSpan? HeartbeatTimeout { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>How many recent decisions the cluster state carries. Default 64; at least 1.</summary>
+    public int MaxRetainedDecisions { get; set; } = 64;
+
+    /// <summary>
+    /// The participants of a whole-cluster cold start on an empty log (see
+    /// <see cref="ClusterCoordinatorOptions.ExpectedParticipants"/>). Default <c>null</c>: no cold start.
+    /// </summary>
+    public IReadOnlyCollection<long>? ExpectedParticipants { get; set; }
+
+    /// <summary>
+    /// The server's cap on one WaitForChange long poll: it then answers with the current state even if nothing changed,
+    /// so that no call outlives proxies' idle timeouts. A client may ask for less. Default 20 s; between 1 ms and
+    /// 10 minutes.
+    /// </summary>
+    public TimeSpan LongPollTimeout { get; set; } = TimeSpan.FromSeconds(20);
+
+    /// <summary>Clock for heartbeats and the long-poll cap. Default <see cref="TimeProvider.System"/>.</summary>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
+    /// <summary>Throws an <see cref="ArgumentException"/> naming the first invalid option.</summary>
+    public void Validate()
+    {
+        if (LongPollTimeout < TimeSpan.FromMilliseconds(1) || LongPollTimeout > TimeSpan.FromMinutes(10))
+        {
+            throw new ArgumentException($"{nameof(CoordinatorServerOptions)}.{nameof(LongPollTimeout)} must be between 1 ms and 10 minutes (got {LongPollTimeout}).", nameof(LongPollTimeout));
+        }
+
+        // The coordinator's own options name what is wrong with the rest.
+        ToCoordinatorOptions(loggerFactory: null).Validate();
+    }
+
+    /// <summary>The options of the coordinator this server opens.</summary>
+    internal ClusterCoordinatorOptions ToCoordinatorOptions(ILoggerFactory? loggerFactory) => new()
+    {
+        HeartbeatTimeout = HeartbeatTimeout,
+        MaxRetainedDecisions = MaxRetainedDecisions,
+        ExpectedParticipants = ExpectedParticipants,
+        TimeProvider = TimeProvider,
+        LoggerFactory = loggerFactory,
+    };
+}
