@@ -1,0 +1,208 @@
+using System.Globalization;
+using System.Net;
+
+namespace Dse.Coordinator.Host;
+
+/// <summary>The host's command line, parsed and checked; see <see cref="Usage"/>.</summary>
+internal sealed class HostArguments
+{
+    /// <summary>The environment variable that supplies the blob connection string when the flag is absent.</summary>
+    public const string BlobConnectionStringVariable = "DSE_BLOB_CONNECTION_STRING";
+
+    public const string Usage = """
+        Usage: Dse.Coordinator.Host --port N --log LOG [options]
+
+        Serves a durable DSE coordinator over gRPC (HTTP/2 without TLS, "prior knowledge") on one port. Once listening
+        it prints one line, "DSE coordinator listening on http://ADDRESS:PORT", to standard output (and, with
+        --health-port, a second one, "DSE coordinator health on http://ADDRESS:PORT/healthz"); logs go to standard error.
+
+        Required:
+          --port N                     TCP port, 0-65535; 0 picks a free port.
+          --log LOG                    The coordinator log: file:PATH (a local file, locked while the host runs) or
+                                       blob:CONTAINER/BLOBNAME (an Azure append blob, leased while the host runs).
+
+        Options:
+          --bind ADDRESS               IP address to listen on. Default 127.0.0.1.
+          --health-port N              Also serve GET /healthz over HTTP/1.1 on this port (0 picks a free one), for
+                                       probes that cannot speak HTTP/2 without TLS. Default: none.
+          --blob-connection-string S   Azure Storage connection string for a blob log. Default: the environment
+                                       variable DSE_BLOB_CONNECTION_STRING.
+          --heartbeat-timeout T        Remove a participant not heard from within T, or "off". Default 10s.
+          --max-retained-decisions N   Recent rollback decisions the cluster state carries. Default 64.
+          --long-poll-timeout T        Cap of one WaitForChange long poll. Default 20s.
+          --log-format simple|json     Console log format. Default simple.
+          -h, --help                   Print this help and exit.
+
+        Durations: a number with ms, s, m or h (500ms, 10s, 2m), or hh:mm:ss.
+        Health: grpc.health.v1.Health/Check and GET /healthz over HTTP/2 on --port; GET /healthz over HTTP/1.1 on
+        --health-port. /healthz answers 200 Healthy (serving), 200 Degraded (recovering) or 503 Unhealthy (stopped).
+        Exit codes: 0 stopped cleanly, 1 failed to start or run, 2 invalid arguments, 3 the log is held by another
+        coordinator.
+
+        """;
+
+    public bool ShowHelp { get; private init; }
+
+    public int Port { get; private init; }
+
+    public IPAddress Bind { get; private init; } = IPAddress.Loopback;
+
+    public int? HealthPort { get; private init; }
+
+    public CoordinatorLogLocation Log { get; private init; } = new(null, null, null);
+
+    public string? BlobConnectionString { get; private init; }
+
+    public TimeSpan? HeartbeatTimeout { get; private init; } = TimeSpan.FromSeconds(10);
+
+    public int MaxRetainedDecisions { get; private init; } = 64;
+
+    public TimeSpan LongPollTimeout { get; private init; } = TimeSpan.FromSeconds(20);
+
+    public bool JsonLogs { get; private init; }
+
+    /// <summary>Parses <paramref name="args"/>; <paramref name="environment"/> reads environment variables.</summary>
+    /// <exception cref="HostArgumentException">An argument is unknown, repeated, missing or invalid.</exception>
+    public static HostArguments Parse(IReadOnlyList<string> args, Func<string, string?> environment)
+    {
+        var values = new Dictionary<string, string>(StringComparer.Ordinal);
+        for (int i = 0; i < args.Count; i++)
+        {
+            string arg = args[i];
+            if (arg is "-h" or "--help")
+            {
+                return new HostArguments { ShowHelp = true };
+            }
+
+            if (!arg.StartsWith("--", StringComparison.Ordinal))
+            {
+                throw new HostArgumentException($"Unexpected argument '{arg}'.");
+            }
+
+            string name;
+            string value;
+            int equals = arg.IndexOf('=', StringComparison.Ordinal);
+            if (equals > 0)
+            {
+                name = arg[..equals];
+                value = arg[(equals + 1)..];
+            }
+            else
+            {
+                name = arg;
+                if (i + 1 >= args.Count)
+                {
+                    throw new HostArgumentException($"{name} needs a value.");
+                }
+
+                value = args[++i];
+            }
+
+            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format"))
+            {
+                throw new HostArgumentException($"Unknown option '{name}'.");
+            }
+
+            if (!values.TryAdd(name, value))
+            {
+                throw new HostArgumentException($"{name} is given twice.");
+            }
+        }
+
+        var log = CoordinatorLogLocation.Parse(Required(values, "--log"));
+        string? connectionString = values.GetValueOrDefault("--blob-connection-string") ?? environment(BlobConnectionStringVariable);
+        if (log.IsBlob && string.IsNullOrWhiteSpace(connectionString))
+        {
+            throw new HostArgumentException($"A blob log needs a connection string: pass --blob-connection-string or set {BlobConnectionStringVariable}.");
+        }
+
+        var parsed = new HostArguments
+        {
+            Port = ParseInt(Required(values, "--port"), "--port", 0, IPEndPoint.MaxPort),
+            Bind = values.TryGetValue("--bind", out string? bind) ? ParseAddress(bind) : IPAddress.Loopback,
+            HealthPort = values.TryGetValue("--health-port", out string? healthPort) ? ParseInt(healthPort, "--health-port", 0, IPEndPoint.MaxPort) : null,
+            Log = log,
+            BlobConnectionString = log.IsBlob ? connectionString : null,
+            HeartbeatTimeout = values.TryGetValue("--heartbeat-timeout", out string? heartbeat)
+                ? heartbeat == "off" ? null : ParseDuration(heartbeat, "--heartbeat-timeout")
+                : TimeSpan.FromSeconds(10),
+            MaxRetainedDecisions = values.TryGetValue("--max-retained-decisions", out string? retained) ? ParseInt(retained, "--max-retained-decisions", 1, int.MaxValue) : 64,
+            LongPollTimeout = values.TryGetValue("--long-poll-timeout", out string? poll) ? ParseDuration(poll, "--long-poll-timeout") : TimeSpan.FromSeconds(20),
+            JsonLogs = values.TryGetValue("--log-format", out string? format) && format switch
+            {
+                "json" => true,
+                "simple" => false,
+                _ => throw new HostArgumentException($"--log-format must be simple or json (got '{format}')."),
+            },
+        };
+
+        if (parsed.HealthPort is { } health && health != 0 && health == parsed.Port)
+        {
+            throw new HostArgumentException($"--health-port must differ from --port (both {health}).");
+        }
+
+        // The options name their own limits.
+        try
+        {
+            parsed.ToServerOptions().Validate();
+        }
+        catch (ArgumentException ex)
+        {
+            throw new HostArgumentException($"{OptionFlag(ex.ParamName)}: {ex.Message}");
+        }
+
+        return parsed;
+    }
+
+    public CoordinatorServerOptions ToServerOptions() => new()
+    {
+        HeartbeatTimeout = HeartbeatTimeout,
+        MaxRetainedDecisions = MaxRetainedDecisions,
+        LongPollTimeout = LongPollTimeout,
+    };
+
+    private static string OptionFlag(string? option) => option switch
+    {
+        nameof(CoordinatorServerOptions.HeartbeatTimeout) => "--heartbeat-timeout",
+        nameof(CoordinatorServerOptions.LongPollTimeout) => "--long-poll-timeout",
+        nameof(CoordinatorServerOptions.MaxRetainedDecisions) => "--max-retained-decisions",
+        _ => "options",
+    };
+
+    private static string Required(Dictionary<string, string> values, string name) =>
+        values.TryGetValue(name, out string? value) ? value : throw new HostArgumentException($"{name} is required.");
+
+    private static int ParseInt(string value, string name, int min, int max) =>
+        int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out int result) && result >= min && result <= max
+            ? result
+            : throw new HostArgumentException($"{name} must be a whole number from {min} to {max} (got '{value}').");
+
+    private static IPAddress ParseAddress(string value) =>
+        IPAddress.TryParse(value, out var address)
+            ? address
+            : throw new HostArgumentException($"--bind must be an IP address such as 127.0.0.1 or ::1 (got '{value}').");
+
+    /// <summary>500ms, 10s, 2m, 1h, 1.5s or hh:mm:ss.</summary>
+    private static TimeSpan ParseDuration(string value, string name)
+    {
+        (string number, double unit) = value switch
+        {
+            _ when value.EndsWith("ms", StringComparison.Ordinal) => (value[..^2], 1.0),
+            _ when value.EndsWith('s') => (value[..^1], 1000.0),
+            _ when value.EndsWith('m') => (value[..^1], 60_000.0),
+            _ when value.EndsWith('h') => (value[..^1], 3_600_000.0),
+            _ => (string.Empty, 0.0),
+        };
+        if (unit > 0 && double.TryParse(number, NumberStyles.AllowDecimalPoint, CultureInfo.InvariantCulture, out double amount) && amount * unit <= TimeSpan.MaxValue.TotalMilliseconds)
+        {
+            return TimeSpan.FromMilliseconds(amount * unit);
+        }
+
+        if (unit == 0 && TimeSpan.TryParseExact(value, "c", CultureInfo.InvariantCulture, out var span) && span >= TimeSpan.Zero)
+        {
+            return span;
+        }
+
+        throw new HostArgumentException($"{name} must be a duration such as 500ms, 10s or 2m (got '{value}').");
+    }
+}

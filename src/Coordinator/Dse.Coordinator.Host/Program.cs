@@ -1,0 +1,189 @@
+using System.Net;
+using System.Net.Sockets;
+using Azure.Storage.Blobs;
+using Dse.Coordinator;
+using Dse.Coordinator.Host;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Logging.Console;
+
+/// <summary>The coordinator host: parses the command line, serves the coordinator, prints where it listens.</summary>
+internal static partial class Program
+{
+    public const int ExitOk = 0;
+    public const int ExitFailed = 1;
+    public const int ExitUsage = 2;
+    public const int ExitFenced = 3;
+
+    /// <summary>The line tests and scripts wait for; the address follows it.</summary>
+    public const string ListeningAnnouncement = "DSE coordinator listening on ";
+
+    /// <summary>The line that follows it with <c>--health-port</c>.</summary>
+    public const string HealthAnnouncement = "DSE coordinator health on ";
+
+    public static async Task<int> Main(string[] args)
+    {
+        HostArguments arguments;
+        try
+        {
+            arguments = HostArguments.Parse(args, Environment.GetEnvironmentVariable);
+        }
+        catch (HostArgumentException ex)
+        {
+            await Console.Error.WriteLineAsync($"error: {ex.Message}{Environment.NewLine}{Environment.NewLine}{HostArguments.Usage}");
+            return ExitUsage;
+        }
+
+        if (arguments.ShowHelp)
+        {
+            await Console.Out.WriteAsync(HostArguments.Usage);
+            return ExitOk;
+        }
+
+        BlobContainerClient? container = null;
+        if (arguments.Log.IsBlob)
+        {
+            try
+            {
+                container = new BlobContainerClient(arguments.BlobConnectionString, arguments.Log.Container);
+            }
+            catch (Exception ex) when (ex is FormatException or ArgumentException)
+            {
+                // Never echo the connection string: it carries the account key.
+                await Console.Error.WriteLineAsync($"error: the blob connection string is not valid ({ex.GetType().Name}).");
+                return ExitUsage;
+            }
+        }
+
+        await using var app = Build(arguments, container, out var endpoints);
+        var logger = app.Services.GetRequiredService<ILoggerFactory>().CreateLogger("Dse.Coordinator.Host");
+        try
+        {
+            await app.StartAsync();
+        }
+        catch (CoordinatorLogFencedException ex)
+        {
+            HostLog.Fenced(logger, arguments.Log.ToString(), ex.Message);
+            await Console.Error.WriteLineAsync($"error: the coordinator log {arguments.Log} is held by another coordinator: {ex.Message}");
+            return ExitFenced;
+        }
+        catch (Exception ex)
+        {
+            HostLog.StartFailed(logger, ex);
+            await Console.Error.WriteLineAsync($"error: the coordinator could not start: {ex.Message}");
+            return ExitFailed;
+        }
+
+        // Kestrel wrote the bound ports (for port 0) back into the endpoints.
+        string address = Address(endpoints.Grpc);
+        HostLog.Listening(logger, address, arguments.Log.ToString());
+        await Console.Out.WriteLineAsync(ListeningAnnouncement + address);
+        if (endpoints.Health is { } health)
+        {
+            string healthAddress = Address(health) + "/healthz";
+            HostLog.ServingHealth(logger, healthAddress);
+            await Console.Out.WriteLineAsync(HealthAnnouncement + healthAddress);
+        }
+
+        await Console.Out.FlushAsync();
+
+        await app.WaitForShutdownAsync();
+        return ExitOk;
+    }
+
+    private static WebApplication Build(HostArguments arguments, BlobContainerClient? container, out (ListenOptions Grpc, ListenOptions? Health) endpoints)
+    {
+        // No command-line configuration: the host's own flags are the whole command line.
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [], ContentRootPath = AppContext.BaseDirectory });
+
+        builder.Logging.ClearProviders();
+        if (arguments.JsonLogs)
+        {
+            builder.Logging.AddJsonConsole(o => o.UseUtcTimestamp = true);
+        }
+        else
+        {
+            builder.Logging.AddSimpleConsole(o =>
+            {
+                o.SingleLine = true;
+                o.UseUtcTimestamp = true;
+                o.TimestampFormat = "yyyy-MM-ddTHH:mm:ss.fffZ ";
+            });
+        }
+
+        // Standard output carries only the announcements.
+        builder.Services.Configure<ConsoleLoggerOptions>(o => o.LogToStandardErrorThreshold = LogLevel.Trace);
+        builder.Logging.AddFilter("Microsoft.AspNetCore", LogLevel.Warning);
+        builder.Logging.AddFilter("Grpc", LogLevel.Warning);
+
+        // A failed start is reported once, by this host, with its exit code.
+        builder.Logging.AddFilter("Microsoft.Extensions.Hosting", LogLevel.Critical);
+
+        ListenOptions? grpc = null;
+        ListenOptions? health = null;
+        builder.WebHost.ConfigureKestrel(kestrel =>
+        {
+            // Without TLS there is no protocol negotiation: an endpoint speaks HTTP/2 (prior knowledge) or HTTP/1.1,
+            // not both. gRPC needs HTTP/2.
+            kestrel.Listen(arguments.Bind, arguments.Port, l =>
+            {
+                l.Protocols = HttpProtocols.Http2;
+                grpc = l;
+            });
+            if (arguments.HealthPort is { } healthPort)
+            {
+                kestrel.Listen(arguments.Bind, healthPort, l =>
+                {
+                    l.Protocols = HttpProtocols.Http1;
+                    health = l;
+                });
+            }
+        });
+
+        builder.Services.AddDseCoordinator(
+            services => CreateLog(arguments, container, services.GetRequiredService<ILoggerFactory>()),
+            options =>
+            {
+                options.HeartbeatTimeout = arguments.HeartbeatTimeout;
+                options.MaxRetainedDecisions = arguments.MaxRetainedDecisions;
+                options.LongPollTimeout = arguments.LongPollTimeout;
+            });
+
+        var app = builder.Build();
+        app.MapDseCoordinator();
+        app.MapDseCoordinatorHealth();
+
+        // ConfigureKestrel runs when the server is created.
+        _ = app.Services.GetRequiredService<IServer>();
+        endpoints = (grpc ?? throw new InvalidOperationException("Kestrel was not configured."), health);
+        return app;
+    }
+
+    private static string Address(ListenOptions endpoint)
+    {
+        var bound = (IPEndPoint)endpoint.EndPoint;
+        string host = bound.Address.AddressFamily == AddressFamily.InterNetworkV6 ? $"[{bound.Address}]" : bound.Address.ToString();
+        return $"http://{host}:{bound.Port}";
+    }
+
+    private static ICoordinatorLog CreateLog(HostArguments arguments, BlobContainerClient? container, ILoggerFactory loggerFactory) =>
+        container is not null
+            ? new BlobCoordinatorLog(container, arguments.Log.BlobName!, loggerFactory.CreateLogger<BlobCoordinatorLog>())
+            : new FileCoordinatorLog(arguments.Log.Path!, loggerFactory.CreateLogger<FileCoordinatorLog>());
+
+    /// <summary>Log messages of the host; event ids 3250-3259 of the coordinator's 3200-3299.</summary>
+    private static partial class HostLog
+    {
+        [LoggerMessage(EventId = 3250, Level = LogLevel.Information, Message = "DSE coordinator listening on {Address} with log {Log}")]
+        public static partial void Listening(ILogger logger, string address, string log);
+
+        [LoggerMessage(EventId = 3253, Level = LogLevel.Information, Message = "DSE coordinator health on {Address} (HTTP/1.1)")]
+        public static partial void ServingHealth(ILogger logger, string address);
+
+        [LoggerMessage(EventId = 3251, Level = LogLevel.Critical, Message = "The coordinator log {Log} is held by another coordinator; this host exits: {Reason}")]
+        public static partial void Fenced(ILogger logger, string log, string reason);
+
+        [LoggerMessage(EventId = 3252, Level = LogLevel.Critical, Message = "The coordinator could not start; this host exits")]
+        public static partial void StartFailed(ILogger logger, Exception exception);
+    }
+}
