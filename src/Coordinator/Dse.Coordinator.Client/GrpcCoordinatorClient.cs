@@ -14,8 +14,9 @@ namespace Dse.Coordinator.Client;
 /// <see cref="RpcException"/> as inner exception, which the runtime treats as an outage and retries.
 /// </summary>
 /// <remarks>
-/// Thread-safe; one instance per coordinator address is enough for a process. Every call but the long poll has the
-/// deadline <see cref="GrpcCoordinatorClientOptions.CallTimeout"/>. <see cref="WaitForChangeAsync"/> polls: each call
+/// Thread-safe; one instance per coordinator address is enough for a process. Every call has the deadline
+/// <see cref="GrpcCoordinatorClientOptions.CallTimeout"/>, but connect (<see cref="GrpcCoordinatorClientOptions.ConnectTimeout"/>,
+/// as a cold start waits for every expected participant) and the long poll. <see cref="WaitForChangeAsync"/> polls: each call
 /// waits on the server at most <see cref="GrpcCoordinatorClientOptions.LongPollWait"/> (or the server's cap) and the
 /// client calls again until the epoch moves past the known one or the token is cancelled.
 /// </remarks>
@@ -30,6 +31,7 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
     private readonly Wire.Coordinator.CoordinatorClient _client;
     private readonly GrpcChannel? _ownedChannel;
     private readonly TimeSpan _callTimeout;
+    private readonly TimeSpan _connectTimeout;
     private readonly TimeSpan _longPollWait;
     private readonly Duration _longPollWaitOnWire;
 
@@ -59,6 +61,7 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         _client = new Wire.Coordinator.CoordinatorClient(channel);
         _ownedChannel = ownsChannel ? (GrpcChannel)channel : null;
         _callTimeout = options.CallTimeout;
+        _connectTimeout = options.ConnectTimeout;
         _longPollWait = options.LongPollWait;
         _longPollWaitOnWire = Duration.FromTimeSpan(options.LongPollWait);
         Target = channel.Target;
@@ -72,7 +75,7 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
     {
         ArgumentNullException.ThrowIfNull(request);
         var wire = ClientWire.ToWire(request);
-        var response = await CallAsync(static (c, r, o) => c.ConnectAsync(r, o), wire, nameof(ConnectAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+        var response = await CallAsync(static (c, r, o) => c.ConnectAsync(r, o), wire, nameof(ConnectAsync), _connectTimeout, cancellationToken).ConfigureAwait(false);
         return ClientWire.FromWire(response, Target);
     }
 

@@ -4,10 +4,17 @@ namespace Dse.Coordinator.Client;
 public sealed class GrpcCoordinatorClientOptions
 {
     /// <summary>
-    /// The deadline of every call but the long poll. A coordinator that does not answer within it counts as
+    /// The deadline of every call but connect and the long poll. A coordinator that does not answer within it counts as
     /// unavailable. Default 10 s; between 1 ms and 10 minutes.
     /// </summary>
     public TimeSpan CallTimeout { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>
+    /// The deadline of <see cref="GrpcCoordinatorClient.ConnectAsync"/>, which waits for the other participants during a
+    /// cold start (<see cref="ClusterCoordinatorOptions.ExpectedParticipants"/>). Default 5 minutes; between 1 ms and
+    /// 1 hour.
+    /// </summary>
+    public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromMinutes(5);
 
     /// <summary>
     /// How long one long poll of <see cref="GrpcCoordinatorClient.WaitForChangeAsync"/> asks the server to wait; the
@@ -22,6 +29,11 @@ public sealed class GrpcCoordinatorClientOptions
         if (CallTimeout < TimeSpan.FromMilliseconds(1) || CallTimeout > TimeSpan.FromMinutes(10))
         {
             throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(CallTimeout)} must be between 1 ms and 10 minutes (got {CallTimeout}).", nameof(CallTimeout));
+        }
+
+        if (ConnectTimeout < TimeSpan.FromMilliseconds(1) || ConnectTimeout > TimeSpan.FromHours(1))
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(ConnectTimeout)} must be between 1 ms and 1 hour (got {ConnectTimeout}).", nameof(ConnectTimeout));
         }
 
         if (LongPollWait < TimeSpan.FromMilliseconds(1) || LongPollWait > TimeSpan.FromMinutes(10))
