@@ -134,6 +134,26 @@ public sealed class GrpcCoordinatorRoundTripTests
     }
 
     [Fact]
+    public async Task WaitForChangeAsync_HostStopsDuringThePoll_UnavailableAtOnce()
+    {
+        var store = new InMemoryCoordinatorLogStore();
+        using var waiting = new SignalingLoggerProvider(awaitedEventId: 3204);
+
+        // A cap far beyond the test's run: only the host's stop can end this poll in time.
+        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.LongPollTimeout = TimeSpan.FromMinutes(10), waiting);
+        var follower = server.CreateClient();
+        long known = (await follower.GetStateAsync()).Epoch;
+
+        var poll = follower.WaitForChangeAsync(known).AsTask();
+        await waiting.WaitAsync();
+        await server.StopAsync();
+
+        var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => poll);
+        Assert.Equal(CoordinatorErrorCode.Unavailable, error.Code);
+        Assert.Contains("shutting down", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public async Task WaitForChangeAsync_Cancelled_ThrowsOperationCanceled()
     {
         var store = new InMemoryCoordinatorLogStore();

@@ -76,6 +76,7 @@ internal sealed class CoordinatorGrpcService
         var (knownEpoch, wait) = ServerWire.FromWire(request, _longPollCap);
         using var cap = new CancellationTokenSource(wait, _time);
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(callCancelled, cap.Token, _stopping);
+        CoordinatorServiceMessages.LongPollWaiting(_logger, knownEpoch, wait);
         try
         {
             return await _coordinator.WaitForChangeAsync(knownEpoch, linked.Token).ConfigureAwait(false);

@@ -20,4 +20,8 @@ internal static partial class CoordinatorServiceMessages
     [LoggerMessage(EventId = 3203, Level = LogLevel.Debug,
         Message = "WaitForChange past epoch {KnownEpoch} ended after {Wait} without a change; answered with the current state.")]
     public static partial void LongPollExpired(ILogger logger, long knownEpoch, TimeSpan wait);
+
+    [LoggerMessage(EventId = 3204, Level = LogLevel.Debug,
+        Message = "WaitForChange past epoch {KnownEpoch} waits up to {Wait}.")]
+    public static partial void LongPollWaiting(ILogger logger, long knownEpoch, TimeSpan wait);
 }

@@ -97,6 +97,9 @@ public sealed class CoordinatorTestServer : IAsyncDisposable
         return http;
     }
 
+    /// <summary>Stops the host as SIGTERM would; <see cref="DisposeAsync"/> then only releases what is left.</summary>
+    public Task StopAsync() => _app.StopAsync();
+
     public async ValueTask DisposeAsync()
     {
         foreach (var client in _clients)
