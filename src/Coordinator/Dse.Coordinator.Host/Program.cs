@@ -1,11 +1,11 @@
 using System.Net;
 using System.Net.Sockets;
 using Azure.Storage.Blobs;
-using Dse.Coordinator;
-using Dse.Coordinator.Host;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.Logging.Console;
+
+namespace Dse.Coordinator.Host;
 
 /// <summary>The coordinator host: parses the command line, serves the coordinator, prints where it listens.</summary>
 internal static partial class Program
