@@ -19,7 +19,10 @@ public sealed class HostProcess : IAsyncDisposable
         _stderr = process.StandardError.ReadToEndAsync();
     }
 
-    public static HostProcess Start(params string[] arguments)
+    public static HostProcess Start(params string[] arguments) => Start(null, arguments);
+
+    /// <summary>Starts the host with extra environment variables (the blob connection string, for instance).</summary>
+    public static HostProcess Start(IReadOnlyDictionary<string, string>? environment, params string[] arguments)
     {
         var start = new ProcessStartInfo(DotnetHost())
         {
@@ -34,6 +37,11 @@ public sealed class HostProcess : IAsyncDisposable
         }
 
         start.Environment.Remove("DSE_BLOB_CONNECTION_STRING");
+        foreach (var (name, value) in environment ?? new Dictionary<string, string>())
+        {
+            start.Environment[name] = value;
+        }
+
         return new HostProcess(Process.Start(start) ?? throw new InvalidOperationException("Could not start the coordinator host."));
     }
 
