@@ -20,7 +20,7 @@ public sealed class ChildLogProcess : IAsyncDisposable
 
     public static ChildLogProcess Start(IReadOnlyDictionary<string, string>? environment, params string[] arguments)
     {
-        var start = new ProcessStartInfo(DotnetHost())
+        var start = new ProcessStartInfo(BuiltProgram.DotnetMuxer())
         {
             RedirectStandardInput = true,
             RedirectStandardOutput = true,
@@ -73,23 +73,5 @@ public sealed class ChildLogProcess : IAsyncDisposable
         }
 
         _process.Dispose();
-    }
-
-    /// <summary>The muxer that runs this test host: DOTNET_HOST_PATH, this process when it is dotnet, or dotnet on the PATH.</summary>
-    private static string DotnetHost()
-    {
-        string? host = Environment.GetEnvironmentVariable("DOTNET_HOST_PATH");
-        if (!string.IsNullOrEmpty(host) && File.Exists(host))
-        {
-            return host;
-        }
-
-        string? self = Environment.ProcessPath;
-        if (self is not null && Path.GetFileNameWithoutExtension(self).Equals("dotnet", StringComparison.OrdinalIgnoreCase))
-        {
-            return self;
-        }
-
-        return OperatingSystem.IsWindows() ? "dotnet.exe" : "dotnet";
     }
 }
