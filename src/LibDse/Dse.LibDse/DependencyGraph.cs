@@ -5,9 +5,22 @@ namespace Dse;
 /// uncommitted versions with their fragments. Computes the recoverable boundary and rollback cuts as the greatest
 /// closure of persisted, prefix-closed version sets. Not thread-safe: the owning coordinator serializes access.
 /// </summary>
-public sealed class DependencyGraph
+/// <remarks>
+/// <see cref="ComputeClosure"/> is the specification of the boundary. <see cref="AdvanceCommitted"/> does not run it on
+/// the report path: <see cref="Add"/> maintains the closure incrementally (DependencyGraph.Incremental.cs), and only the
+/// rare paths (a new participant, an out-of-order report, a replaced listing, a raised floor, a decision or truncation
+/// that removed versions) make the next advance recompute it in full and rebuild the incremental state.
+/// </remarks>
+public sealed partial class DependencyGraph
 {
     private readonly Dictionary<long, Participant> _participants = [];
+
+    // Participants in registration order (their slot); _committed[slot] mirrors Participant.Committed for the snapshots.
+    private readonly List<Participant> _bySlot = [];
+    private long[] _committed = new long[8];
+
+    // The ids in slot order, shared by the snapshots taken until the next registration; null after one.
+    private CommittedMap.Slots? _slots;
 
     /// <summary>Registered participant ids.</summary>
     public IEnumerable<long> ParticipantIds => _participants.Keys;
@@ -16,7 +29,29 @@ public sealed class DependencyGraph
     public bool Contains(long objectId) => _participants.ContainsKey(objectId);
 
     /// <summary>Registers a participant with nothing reported yet.</summary>
-    public void AddParticipant(long objectId) => _participants.TryAdd(objectId, new Participant(objectId));
+    public void AddParticipant(long objectId)
+    {
+        if (_participants.ContainsKey(objectId))
+        {
+            return;
+        }
+
+        var p = new Participant(objectId, _bySlot.Count);
+        _participants.Add(objectId, p);
+        _bySlot.Add(p);
+        if (p.Slot == _committed.Length)
+        {
+            Array.Resize(ref _committed, _committed.Length * 2);
+        }
+
+        _slots = null;
+
+        // Versions that already depend on this id dangle without a waiter entry (it was unknown): rebuild.
+        if (_danglingOnUnregistered > 0)
+        {
+            Invalidate();
+        }
+    }
 
     /// <summary>The committed (recoverable) version of a participant.</summary>
     public long CommittedVersion(long objectId) => _participants.TryGetValue(objectId, out var p) ? p.Committed : 0;
@@ -39,16 +74,25 @@ public sealed class DependencyGraph
         }
     }
 
-    /// <summary>The committed version of every participant.</summary>
-    public Dictionary<long, long> CommittedSnapshot()
+    /// <summary>
+    /// The committed version of every participant: an immutable map that never changes afterwards. It shares the ids
+    /// with the previous snapshot until a participant registers, and copies only the versions.
+    /// </summary>
+    public IReadOnlyDictionary<long, long> CommittedSnapshot()
     {
-        var result = new Dictionary<long, long>(_participants.Count);
-        foreach (var p in _participants.Values)
+        int n = _bySlot.Count;
+        if (_slots is null)
         {
-            result[p.Id] = p.Committed;
+            var ids = new long[n];
+            for (int i = 0; i < n; i++)
+            {
+                ids[i] = _bySlot[i].Id;
+            }
+
+            _slots = new CommittedMap.Slots(ids);
         }
 
-        return result;
+        return new CommittedMap(_slots, _committed.AsSpan(0, n).ToArray());
     }
 
     /// <summary>
@@ -112,7 +156,22 @@ public sealed class DependencyGraph
             deps[i] = report.Dependencies[i];
         }
 
-        p.Insert(~index, new Node(report.Version, report.WorldLine, deps));
+        var node = new Node(p, report.Version, report.WorldLine, deps);
+        if (~index < p.Uncommitted.Count)
+        {
+            // Out of order: versions above it that others' dependencies resolved to may now resolve to it.
+            p.Uncommitted.Insert(~index, node);
+            Invalidate();
+        }
+        else if (_incremental)
+        {
+            AddIncremental(p, node);
+        }
+        else
+        {
+            p.Uncommitted.Add(node);
+        }
+
         return ReportOutcome.Accepted;
     }
 
@@ -121,6 +180,7 @@ public sealed class DependencyGraph
     {
         ArgumentNullException.ThrowIfNull(persisted);
         var p = _participants[objectId];
+        Invalidate();
         p.Uncommitted.Clear();
         foreach (var r in persisted)
         {
@@ -151,7 +211,8 @@ public sealed class DependencyGraph
     {
         if (_participants.TryGetValue(objectId, out var p) && floor > p.Committed)
         {
-            p.Commit(floor);
+            Invalidate();
+            Commit(p, floor);
         }
     }
 
@@ -202,9 +263,17 @@ public sealed class DependencyGraph
         return c;
     }
 
-    /// <summary>Advances every participant's committed version to the current closure; returns whether anything moved.</summary>
+    /// <summary>
+    /// Advances every participant's committed version to the current closure; returns whether anything moved. Commits
+    /// what <see cref="Add"/> found closed since the last advance, or recomputes the closure in full after a rare path.
+    /// </summary>
     public bool AdvanceCommitted()
     {
+        if (_incremental)
+        {
+            return CommitClosed();
+        }
+
         var closure = ComputeClosure();
         bool moved = false;
         foreach (var p in _participants.Values)
@@ -212,11 +281,12 @@ public sealed class DependencyGraph
             long target = closure[p.Id];
             if (target > p.Committed)
             {
-                p.Commit(target);
+                Commit(p, target);
                 moved = true;
             }
         }
 
+        Rebuild();
         return moved;
     }
 
@@ -226,8 +296,9 @@ public sealed class DependencyGraph
         ArgumentNullException.ThrowIfNull(cut);
         foreach (var p in _participants.Values)
         {
-            if (cut.TryGetValue(p.Id, out long c))
+            if (cut.TryGetValue(p.Id, out long c) && p.Latest > c)
             {
+                Invalidate();
                 p.Uncommitted.RemoveAll(n => n.Version > c);
             }
         }
@@ -245,8 +316,19 @@ public sealed class DependencyGraph
                 throw new InvalidOperationException($"Decision {decision.WorldLine} would roll participant {p.Id} back below its committed version {p.Committed}.");
             }
 
-            p.Uncommitted.RemoveAll(n => n.Version > cut);
+            if (p.Latest > cut)
+            {
+                Invalidate();
+                p.Uncommitted.RemoveAll(n => n.Version > cut);
+            }
         }
+    }
+
+    /// <summary>Raises <paramref name="p"/>'s committed version and drops its versions at or below it.</summary>
+    private void Commit(Participant p, long version)
+    {
+        p.Commit(version);
+        _committed[p.Slot] = version;
     }
 
     private static bool AllInside(long self, Node node, Dictionary<long, long> c, Dictionary<long, Participant>? lineage)
@@ -282,16 +364,63 @@ public sealed class DependencyGraph
         return true;
     }
 
-    private sealed record Node(long Version, long WorldLine, Dependency[] Dependencies);
+    /// <summary>A reported, uncommitted version: its fragment and, while the incremental state is valid, its place in it.</summary>
+    private sealed class Node(Participant owner, long version, long worldLine, Dependency[] dependencies)
+    {
+        public Participant Owner { get; } = owner;
 
-    private sealed class Participant(long id)
+        public long Version { get; } = version;
+
+        public long WorldLine { get; } = worldLine;
+
+        public Dependency[] Dependencies { get; } = dependencies;
+
+        // Incremental state (DependencyGraph.Incremental.cs); meaningless while _incremental is false.
+
+        // In the greatest closure: committable (awaiting AdvanceCommitted) or committed. Invariant: a node that is not
+        // closed reaches a dangling dependency; a closed node's dependencies all resolve to closed nodes.
+        public bool Closed;
+
+        // Dependencies not resolved yet: on a version its owner has not reported, or on an unregistered participant.
+        public int Dangling;
+
+        // Neighbours in the owner's chain of uncommitted versions (the chain orders a participant's own versions).
+        public Node? Prev;
+        public Node? Next;
+
+        // Resolved dependencies on versions that were not closed when resolved, and the reverse edges.
+        public Node[]? Out;
+        public int OutCount;
+        public Node[]? In;
+        public int InCount;
+
+        // Generation stamps of the searches: visited, and found blocked.
+        public int Mark;
+        public int BlockedMark;
+    }
+
+    /// <summary>One participant's committed version, its uncommitted chain and what it acknowledged keeping.</summary>
+    private sealed class Participant(long id, int slot)
     {
         public long Id { get; } = id;
 
+        // Position in registration order: the index of its committed version in the snapshots.
+        public int Slot { get; } = slot;
+
         public long Committed { get; private set; }
 
-        // Sorted by version; every entry is above Committed.
+        // Sorted by version; every entry is above Committed. With the incremental state valid, the first ClosedCount
+        // entries are closed and the rest are not.
         public List<Node> Uncommitted { get; } = [];
+
+        public int ClosedCount;
+
+        // Whether it is in _dirty (it has closed versions that AdvanceCommitted has not committed yet).
+        public bool Dirty;
+
+        // Other participants' versions whose dependency on a version of this one above Latest is unresolved, keyed by
+        // the version depended on.
+        public PriorityQueue<Node, long> Waiters { get; } = new();
 
         public Dictionary<long, long> KeptThrough { get; } = [];
 
@@ -321,8 +450,6 @@ public sealed class DependencyGraph
 
             return ~lo;
         }
-
-        public void Insert(int index, Node node) => Uncommitted.Insert(index, node);
 
         public void Commit(long version)
         {

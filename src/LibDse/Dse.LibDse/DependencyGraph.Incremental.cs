@@ -1,0 +1,447 @@
+using System.Diagnostics;
+
+namespace Dse;
+
+/// <summary>
+/// Incremental maintenance of the greatest closure. The closure is exactly the set of reported versions from which no
+/// dependency path (through the chain of a participant's own versions and the resolved dependencies) reaches a
+/// dangling dependency, one on a version its owner has not reported. Each uncommitted node keeps its resolved edges
+/// to versions outside the closure, the reverse edges, and a count of dangling dependencies, each registered with the
+/// target participant's waiters. A report changes the state of its new version's ancestors only, and usually of
+/// nothing but the new version.
+/// </summary>
+public sealed partial class DependencyGraph
+{
+    // Whether the incremental state (Node.Closed, Dangling, edges, Participant.Waiters, ClosedCount) describes the
+    // graph. Cleared by the rare paths; the next AdvanceCommitted recomputes the closure in full and rebuilds it.
+    private bool _incremental = true;
+
+    // Participants with closed versions that AdvanceCommitted has not committed yet (Participant.Dirty set).
+    private readonly List<Participant> _dirty = [];
+
+    // Scratch of the searches, reused so that a report allocates nothing but its node (and edge arrays as they grow).
+    private readonly List<Node> _stack = [];
+    private readonly List<Node> _ancestors = [];
+    private readonly List<Node> _blocked = [];
+    private int _mark;
+
+    // Dependencies on unregistered participants resolved since the last rebuild: they have no waiter entry to be
+    // resolved by, so a registration rebuilds while there are any.
+    private int _danglingOnUnregistered;
+
+    /// <summary>Full recomputations since creation: the rare paths, not reports in order (diagnostics and tests).</summary>
+    internal int FullRecomputeCount { get; private set; }
+
+    /// <summary>Whether the next advance is incremental (no rare path since the last full recomputation).</summary>
+    internal bool IsIncremental => _incremental;
+
+    /// <summary>
+    /// The closure the incremental state holds (what <see cref="ComputeClosure"/> returns), or null while it is invalid.
+    /// For tests: it must equal the specification after every operation.
+    /// </summary>
+    internal Dictionary<long, long>? IncrementalClosure()
+    {
+        if (!_incremental)
+        {
+            return null;
+        }
+
+        var result = new Dictionary<long, long>(_participants.Count);
+        foreach (var p in _participants.Values)
+        {
+            result[p.Id] = p.ClosedCount > 0 ? p.Uncommitted[p.ClosedCount - 1].Version : p.Committed;
+        }
+
+        return result;
+    }
+
+    /// <summary>A rare path changed the graph in a way the incremental state does not follow.</summary>
+    private void Invalidate()
+    {
+        if (!_incremental)
+        {
+            return;
+        }
+
+        _incremental = false;
+        foreach (var p in _dirty)
+        {
+            p.Dirty = false;
+        }
+
+        _dirty.Clear();
+    }
+
+    /// <summary>
+    /// Appends <paramref name="node"/> above <paramref name="p"/>'s latest version and updates the closure: resolves its
+    /// dependencies, resolves the waiters its version satisfies, and closes whatever no longer reaches a dangling one.
+    /// </summary>
+    private void AddIncremental(Participant p, Node node)
+    {
+        Debug.Assert(node.Version > p.Latest, "Only an append is incremental.");
+        Resolve(node);
+        var prev = p.Uncommitted.Count > 0 ? p.Uncommitted[^1] : null;
+        node.Prev = prev;
+        prev?.Next = node;
+        p.Uncommitted.Add(node);
+
+        // A waiter waits for a version above the previous latest, so the first version at or above it is this one.
+        bool linked = false;
+        while (p.Waiters.TryPeek(out var waiter, out long wanted) && wanted <= node.Version)
+        {
+            p.Waiters.Dequeue();
+            Debug.Assert(!waiter.Closed && waiter.Dangling > 0, "A waiter is open and counts its dangling dependency.");
+            waiter.Dangling--;
+            AddEdge(waiter, node);
+            linked = true;
+        }
+
+        // Only ancestors of the new version can change state, and they all reach it: if it dangles, nothing changes.
+        if (node.Dangling > 0)
+        {
+            return;
+        }
+
+        if (!linked)
+        {
+            // No old version reaches the new one, so every open version still reaches a dangling dependency; the new one
+            // closes exactly when it points at nothing open.
+            if (node.OutCount == 0 && (prev is null || prev.Closed))
+            {
+                Close(node);
+            }
+
+            return;
+        }
+
+        if (!ReachesDangling(node))
+        {
+            CloseAncestors(node);
+        }
+    }
+
+    /// <summary>Resolves a node's dependencies against the current graph: dropped, an edge, or a dangling one.</summary>
+    private void Resolve(Node node)
+    {
+        long self = node.Owner.Id;
+        foreach (var d in node.Dependencies)
+        {
+            if (d.ObjectId == self)
+            {
+                continue;
+            }
+
+            if (!_participants.TryGetValue(d.ObjectId, out var q))
+            {
+                // Unregistered: dangles (ComputeClosure's limit of 0) until it registers, and AddParticipant rebuilds.
+                if (d.Version > 0)
+                {
+                    node.Dangling++;
+                    _danglingOnUnregistered++;
+                }
+
+                continue;
+            }
+
+            if (d.Version <= q.Committed)
+            {
+                continue;
+            }
+
+            if (d.Version > q.Latest)
+            {
+                q.Waiters.Enqueue(node, d.Version);
+                node.Dangling++;
+                continue;
+            }
+
+            // The first version at or above the one depended on: the chain makes it imply everything below.
+            int index = q.IndexOf(d.Version);
+            var target = q.Uncommitted[index >= 0 ? index : ~index];
+            if (!target.Closed)
+            {
+                AddEdge(node, target);
+            }
+        }
+    }
+
+    private static void AddEdge(Node from, Node to)
+    {
+        Append(ref from.Out, ref from.OutCount, to);
+        Append(ref to.In, ref to.InCount, from);
+    }
+
+    private static void Append(ref Node[]? array, ref int count, Node node)
+    {
+        if (array is null)
+        {
+            array = new Node[4];
+        }
+        else if (count == array.Length)
+        {
+            Array.Resize(ref array, count * 2);
+        }
+
+        array[count++] = node;
+    }
+
+    /// <summary>
+    /// Whether <paramref name="start"/> reaches a dangling dependency: a depth-first search over open nodes that stops at
+    /// the first one found. A node reaches the lowest open version of its own chain, so that one is checked at once:
+    /// a chain blocked at its bottom (behind a participant that stopped) costs O(1), not its length.
+    /// </summary>
+    private bool ReachesDangling(Node start)
+    {
+        int mark = ++_mark;
+        var stack = _stack;
+        stack.Clear();
+        start.Mark = mark;
+        stack.Add(start);
+        try
+        {
+            while (stack.Count > 0)
+            {
+                var x = stack[^1];
+                stack.RemoveAt(stack.Count - 1);
+                var owner = x.Owner;
+                if (x.Dangling > 0 || owner.Uncommitted[owner.ClosedCount].Dangling > 0)
+                {
+                    return true;
+                }
+
+                if (x.Prev is { Closed: false } prev && prev.Mark != mark)
+                {
+                    prev.Mark = mark;
+                    stack.Add(prev);
+                }
+
+                for (int i = 0; i < x.OutCount; i++)
+                {
+                    var target = x.Out![i];
+                    if (!target.Closed && target.Mark != mark)
+                    {
+                        target.Mark = mark;
+                        stack.Add(target);
+                    }
+                }
+            }
+
+            return false;
+        }
+        finally
+        {
+            stack.Clear();
+        }
+    }
+
+    /// <summary>
+    /// Closes the ancestors of <paramref name="start"/> that no longer reach a dangling dependency. Every open node that
+    /// is not an ancestor kept what it reaches, so it still reaches a dangling dependency: an ancestor is blocked if it
+    /// dangles or points at an open node outside the ancestors, and so is every ancestor that reaches a blocked one.
+    /// </summary>
+    private void CloseAncestors(Node start)
+    {
+        int inSet = ++_mark;
+        var set = _ancestors;
+        var blocked = _blocked;
+        try
+        {
+            start.Mark = inSet;
+            set.Add(start);
+            for (int i = 0; i < set.Count; i++)
+            {
+                var x = set[i];
+                if (x.Next is { Closed: false } next && next.Mark != inSet)
+                {
+                    next.Mark = inSet;
+                    set.Add(next);
+                }
+
+                for (int k = 0; k < x.InCount; k++)
+                {
+                    var source = x.In![k];
+                    if (!source.Closed && source.Mark != inSet)
+                    {
+                        source.Mark = inSet;
+                        set.Add(source);
+                    }
+                }
+            }
+
+            int isBlocked = ++_mark;
+            foreach (var x in set)
+            {
+                if (BlockedByOutside(x, inSet))
+                {
+                    x.BlockedMark = isBlocked;
+                    blocked.Add(x);
+                }
+            }
+
+            // What reaches a blocked ancestor is blocked: its chain successor and its reverse edges.
+            for (int i = 0; i < blocked.Count; i++)
+            {
+                var x = blocked[i];
+                if (x.Next is { } next && next.Mark == inSet && next.BlockedMark != isBlocked)
+                {
+                    next.BlockedMark = isBlocked;
+                    blocked.Add(next);
+                }
+
+                for (int k = 0; k < x.InCount; k++)
+                {
+                    var source = x.In![k];
+                    if (source.Mark == inSet && source.BlockedMark != isBlocked)
+                    {
+                        source.BlockedMark = isBlocked;
+                        blocked.Add(source);
+                    }
+                }
+            }
+
+            // An unblocked node's chain predecessor is closed or unblocked too, so closed versions stay a prefix.
+            foreach (var x in set)
+            {
+                if (x.BlockedMark != isBlocked)
+                {
+                    Close(x);
+                }
+            }
+        }
+        finally
+        {
+            set.Clear();
+            blocked.Clear();
+        }
+    }
+
+    private static bool BlockedByOutside(Node x, int inSet)
+    {
+        if (x.Dangling > 0 || (x.Prev is { Closed: false } prev && prev.Mark != inSet))
+        {
+            return true;
+        }
+
+        for (int i = 0; i < x.OutCount; i++)
+        {
+            var target = x.Out![i];
+            if (!target.Closed && target.Mark != inSet)
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>Marks a node closed: it commits at the next <see cref="AdvanceCommitted"/>.</summary>
+    private void Close(Node node)
+    {
+        Debug.Assert(!node.Closed && node.Dangling == 0, "Only an open node without dangling dependencies closes.");
+        node.Closed = true;
+
+        // Nothing searches through a closed node again: its edges are garbage.
+        node.Out = null;
+        node.OutCount = 0;
+        node.In = null;
+        node.InCount = 0;
+        var p = node.Owner;
+        p.ClosedCount++;
+        if (!p.Dirty)
+        {
+            p.Dirty = true;
+            _dirty.Add(p);
+        }
+    }
+
+    /// <summary>Commits each dirty participant's closed prefix; returns whether anything moved.</summary>
+    private bool CommitClosed()
+    {
+        AssertMatchesSpecification();
+        bool moved = false;
+        foreach (var p in _dirty)
+        {
+            p.Dirty = false;
+            int n = p.ClosedCount;
+            if (n == 0)
+            {
+                continue;
+            }
+
+            var list = p.Uncommitted;
+            long version = list[n - 1].Version;
+            for (int i = 0; i < n; i++)
+            {
+                // Open nodes may still point at it (and see Closed); it points at nothing, so it holds no garbage alive.
+                var node = list[i];
+                node.Prev = null;
+                node.Next = null;
+            }
+
+            if (n < list.Count)
+            {
+                list[n].Prev = null;
+            }
+
+            p.ClosedCount = 0;
+            Commit(p, version);
+            moved = true;
+        }
+
+        _dirty.Clear();
+        return moved;
+    }
+
+    /// <summary>
+    /// Rebuilds the incremental state from the graph after a full recomputation committed the closure: every version
+    /// left is open, and reaches a dangling dependency.
+    /// </summary>
+    private void Rebuild()
+    {
+        FullRecomputeCount++;
+        _danglingOnUnregistered = 0;
+        foreach (var p in _participants.Values)
+        {
+            p.Waiters.Clear();
+            p.ClosedCount = 0;
+            p.Dirty = false;
+            Node? prev = null;
+            foreach (var node in p.Uncommitted)
+            {
+                node.Closed = false;
+                node.Dangling = 0;
+                node.Out = null;
+                node.OutCount = 0;
+                node.In = null;
+                node.InCount = 0;
+                node.Prev = prev;
+                node.Next = null;
+                prev?.Next = node;
+                prev = node;
+            }
+        }
+
+        _dirty.Clear();
+        foreach (var p in _participants.Values)
+        {
+            foreach (var node in p.Uncommitted)
+            {
+                Resolve(node);
+            }
+        }
+
+        _incremental = true;
+    }
+
+    /// <summary>In Debug builds, checks the incremental closure against the specification before each commit.</summary>
+    [Conditional("DEBUG")]
+    private void AssertMatchesSpecification()
+    {
+        var expected = ComputeClosure();
+        var actual = IncrementalClosure()!;
+        foreach (var (id, version) in expected)
+        {
+            Debug.Assert(actual[id] == version, $"Incremental closure of participant {id} is {actual[id]}, the specification says {version}.");
+        }
+    }
+}
