@@ -15,12 +15,8 @@ public sealed partial class DependencyGraph
 {
     private readonly Dictionary<long, Participant> _participants = [];
 
-    // Participants in registration order (their slot); _committed[slot] mirrors Participant.Committed for the snapshots.
-    private readonly List<Participant> _bySlot = [];
-    private long[] _committed = new long[8];
-
-    // The ids in slot order, shared by the snapshots taken until the next registration; null after one.
-    private CommittedMap.Slots? _slots;
+    // Mirrors every Participant.Committed at its slot, for the snapshots.
+    private readonly CommittedMap.Builder _committed = new();
 
     /// <summary>Registered participant ids.</summary>
     public IEnumerable<long> ParticipantIds => _participants.Keys;
@@ -36,15 +32,7 @@ public sealed partial class DependencyGraph
             return;
         }
 
-        var p = new Participant(objectId, _bySlot.Count);
-        _participants.Add(objectId, p);
-        _bySlot.Add(p);
-        if (p.Slot == _committed.Length)
-        {
-            Array.Resize(ref _committed, _committed.Length * 2);
-        }
-
-        _slots = null;
+        _participants.Add(objectId, new Participant(objectId, _committed.Add(objectId)));
 
         // Versions that already depend on this id dangle without a waiter entry (it was unknown): rebuild.
         if (_danglingOnUnregistered > 0)
@@ -75,25 +63,10 @@ public sealed partial class DependencyGraph
     }
 
     /// <summary>
-    /// The committed version of every participant: an immutable map that never changes afterwards. It shares the ids
-    /// with the previous snapshot until a participant registers, and copies only the versions.
+    /// The committed version of every participant: an immutable map that never changes afterwards. Snapshots share
+    /// what did not change between them, so taking one after a commit costs a copy of a few dozen slots.
     /// </summary>
-    public IReadOnlyDictionary<long, long> CommittedSnapshot()
-    {
-        int n = _bySlot.Count;
-        if (_slots is null)
-        {
-            var ids = new long[n];
-            for (int i = 0; i < n; i++)
-            {
-                ids[i] = _bySlot[i].Id;
-            }
-
-            _slots = new CommittedMap.Slots(ids);
-        }
-
-        return new CommittedMap(_slots, _committed.AsSpan(0, n).ToArray());
-    }
+    public IReadOnlyDictionary<long, long> CommittedSnapshot() => _committed.Snapshot();
 
     /// <summary>
     /// Whether a report of <paramref name="version"/> persisted in <paramref name="worldLine"/> belongs to a lineage a
@@ -328,7 +301,7 @@ public sealed partial class DependencyGraph
     private void Commit(Participant p, long version)
     {
         p.Commit(version);
-        _committed[p.Slot] = version;
+        _committed.Set(p.Slot, version);
     }
 
     private static bool AllInside(long self, Node node, Dictionary<long, long> c, Dictionary<long, Participant>? lineage)
