@@ -1,5 +1,4 @@
 using System.Diagnostics;
-using System.Numerics;
 using Dse.Benchmarks.Harness;
 
 namespace Dse.Benchmarks.Scenarios;
@@ -8,7 +7,8 @@ namespace Dse.Benchmarks.Scenarios;
 /// <see cref="ClusterCoordinator"/> under the setup of libDPR's finder microbenchmark: 64 simulated participants,
 /// dependency probability 0.2, a 10 ms persist period. Measures the report throughput of a tight loop and, with the
 /// period paced in real time, the lag from a report to the published boundary covering it. Persists are instantaneous,
-/// so everything measured is the coordinator's. docs/benchmarks.md (## coordinator) defines the dependency model.
+/// so everything measured is the coordinator's. The throughput loops also run with 1024 participants at the same number
+/// of dependencies per report. docs/benchmarks.md (## coordinator) defines the dependency model.
 /// </summary>
 public sealed class CoordinatorScenario : IScenario
 {
@@ -16,10 +16,13 @@ public sealed class CoordinatorScenario : IScenario
     private const double DependencyProbability = 0.2;
     private const long FirstId = 1;
 
+    // The scaled cluster: dependencies per report stay at 0.2 x 63 = 12.6, so only the cluster size changes.
+    private const int LargeParticipants = 1024;
+
     // Connected after a paced run: its publish tells the observer that every report before it has been seen.
     private const long SentinelId = 1_000_000;
 
-    // Precomputed dependency masks (bit j: depend on participant j), so the drive loop spends nothing on random numbers.
+    // Precomputed dependency sets (the peers to depend on), so the drive loop spends nothing on random numbers.
     private const int MaskCount = 1 << 14;
     private const int Seed = 20_240_601;
 
@@ -58,7 +61,8 @@ public sealed class CoordinatorScenario : IScenario
         var paced = context.Pick(TimeSpan.FromSeconds(2), TimeSpan.FromMilliseconds(600));
         int pacedRuns = context.Pick(3, 1);
 
-        var masks = NewMasks(Seed);
+        var masks = new Masks(Participants, DependencyProbability, Seed);
+        var large = new Masks(LargeParticipants, DependencyProbability * (Participants - 1) / (LargeParticipants - 1), Seed);
         var clock = Stopwatch.StartNew();
 
         // Every loop once, briefly, then one long warm-up: tiering's delay restarts whenever a new method is jitted, so
@@ -67,6 +71,7 @@ public sealed class CoordinatorScenario : IScenario
         await DriveAsync(Target.Persisted, masks, null, 1, touch, ct).ConfigureAwait(false);
         await DriveAsync(Target.Persisted, masks, NewCoordinator(), 2, touch, ct).ConfigureAwait(false);
         await DriveAsync(Target.SameVersion, masks, NewCoordinator(), 1, touch, ct).ConfigureAwait(false);
+        await DriveAsync(Target.Persisted, large, NewCoordinator(), 1, touch, ct).ConfigureAwait(false);
         await DriveAsync(Target.Persisted, masks, NewCoordinator(), 1, warmup, ct).ConfigureAwait(false);
 
         // Throughput: the four loops back to back in each repetition, so they see the same machine.
@@ -84,6 +89,19 @@ public sealed class CoordinatorScenario : IScenario
                 $"throughput: run {i + 1}/{runs}: {persisted[i].PerSecond / 1e3:F1}k reports/s (1 thread), {twoThreads[i].PerSecond / 1e3:F1}k/s (2 threads), "
                 + $"{sameVersion[i].PerSecond / 1e3:F1}k/s (libDPR same-version deps, {sameVersion[i].UncommittedAvg:F1} uncommitted); "
                 + $"driver alone {driver[i].NanosecondsPerReport:F0} ns/report; coordinator {persisted[i].BytesPerReport - driver[i].BytesPerReport:F0} B/report");
+        }
+
+        // The same loops over 1024 participants (1 thread), after the 64-participant ones so that they see tier-1 code.
+        var largePersisted = new List<Drive>(runs);
+        var largeSameVersion = new List<Drive>(runs);
+        for (int i = 0; i < runs; i++)
+        {
+            largePersisted.Add(await DriveAsync(Target.Persisted, large, NewCoordinator(), 1, run, ct).ConfigureAwait(false));
+            largeSameVersion.Add(await DriveAsync(Target.SameVersion, large, NewCoordinator(), 1, run, ct).ConfigureAwait(false));
+            context.Log.WriteLine(
+                $"throughput, {LargeParticipants} participants: run {i + 1}/{runs}: {largePersisted[i].PerSecond / 1e3:F1}k reports/s "
+                + $"({largePersisted[i].DepsAvg:F2} deps/report), {largeSameVersion[i].PerSecond / 1e3:F1}k/s (libDPR same-version deps, "
+                + $"{largeSameVersion[i].UncommittedAvg:F1} uncommitted)");
         }
 
         // Boundary lag: 64 participants on their own 10 ms timers, staggered, one observer of the published state.
@@ -132,6 +150,10 @@ public sealed class CoordinatorScenario : IScenario
             .Add("reports_per_s_libdpr", Stats.Median(Select(sameVersion, d => d.PerSecond)), 0)
             .Add("uncommitted_avg_libdpr", Stats.Median(Select(sameVersion, d => d.UncommittedAvg)), 1)
             .Add("commit_latency_libdpr_p50_ms", Stats.Median(Select(sameVersionLags, l => l.LagP50Ms)), 2)
+            .Add("large_participants", LargeParticipants)
+            .Add("reports_per_s_1024", Stats.Median(Select(largePersisted, d => d.PerSecond)), 0)
+            .Add("reports_per_s_libdpr_1024", Stats.Median(Select(largeSameVersion, d => d.PerSecond)), 0)
+            .Add("deps_per_report_avg_1024", Stats.Median(Select(largePersisted, d => d.DepsAvg)), 2)
             .Add("lag_samples", Sum(lags, l => l.Reports))
             .Add("lag_uncovered", uncovered);
     }
@@ -140,31 +162,9 @@ public sealed class CoordinatorScenario : IScenario
 
     private static long Id(int participant) => FirstId + participant;
 
-    /// <summary>Dependency masks: bit j set with the dependency probability, independently (the reporter clears its own bit).</summary>
-    private static ulong[] NewMasks(int seed)
+    private static async Task ConnectAllAsync(ClusterCoordinator coordinator, int participants, CancellationToken ct)
     {
-        var random = new Random(seed);
-        var masks = new ulong[MaskCount];
-        for (int m = 0; m < masks.Length; m++)
-        {
-            ulong mask = 0;
-            for (int j = 0; j < Participants; j++)
-            {
-                if (random.NextDouble() < DependencyProbability)
-                {
-                    mask |= 1UL << j;
-                }
-            }
-
-            masks[m] = mask;
-        }
-
-        return masks;
-    }
-
-    private static async Task ConnectAllAsync(ClusterCoordinator coordinator, CancellationToken ct)
-    {
-        for (int i = 0; i < Participants; i++)
+        for (int i = 0; i < participants; i++)
         {
             await coordinator.ConnectAsync(new ConnectRequest(Id(i), []), ct).ConfigureAwait(false);
         }
@@ -174,11 +174,11 @@ public sealed class CoordinatorScenario : IScenario
     /// Reports as fast as <paramref name="threads"/> workers can, each driving its share of the participants round-robin,
     /// for <paramref name="duration"/>. Without a coordinator the loop builds the same reports and drops them: the baseline.
     /// </summary>
-    private static async Task<Drive> DriveAsync(Target target, ulong[] masks, ClusterCoordinator? coordinator, int threads, TimeSpan duration, CancellationToken ct)
+    private static async Task<Drive> DriveAsync(Target target, Masks masks, ClusterCoordinator? coordinator, int threads, TimeSpan duration, CancellationToken ct)
     {
         if (coordinator is not null)
         {
-            await ConnectAllAsync(coordinator, ct).ConfigureAwait(false);
+            await ConnectAllAsync(coordinator, masks.Participants, ct).ConfigureAwait(false);
         }
 
         var cluster = new Cluster(target, masks);
@@ -226,10 +226,10 @@ public sealed class CoordinatorScenario : IScenario
     /// at once; an observer waits for each published state. A version's lag runs from the start of its report to the
     /// observer seeing a boundary that covers it.
     /// </summary>
-    private static async Task<Paced> PacedAsync(Target target, ulong[] masks, TimeSpan duration, CancellationToken ct)
+    private static async Task<Paced> PacedAsync(Target target, Masks masks, TimeSpan duration, CancellationToken ct)
     {
         var coordinator = NewCoordinator();
-        await ConnectAllAsync(coordinator, ct).ConfigureAwait(false);
+        await ConnectAllAsync(coordinator, Participants, ct).ConfigureAwait(false);
         var cluster = new Cluster(target, masks);
         var observer = ObserveAsync(coordinator, ct);
         long start = Stopwatch.GetTimestamp();
@@ -375,28 +375,67 @@ public sealed class CoordinatorScenario : IScenario
 
     private static long ToTicks(TimeSpan duration) => (long)(duration.TotalSeconds * Stopwatch.Frequency);
 
-    /// <summary>The simulated participants' shared view: each one's latest reported version and the dependency masks.</summary>
-    private sealed class Cluster(Target target, ulong[] masks)
+    /// <summary>
+    /// Precomputed dependency sets over <paramref name="participants"/>: each peer j is in a set with probability
+    /// <paramref name="probability"/>, independently (the reporter skips itself). Over 64 participants the sets are those
+    /// of the 64-bit masks the scenario drew before it scaled (the same draws in the same order).
+    /// </summary>
+    private sealed class Masks(int participants, double probability, int seed)
+    {
+        public int Participants { get; } = participants;
+
+        public int[][] Sets { get; } = Draw(participants, probability, seed);
+
+        private static int[][] Draw(int participants, double probability, int seed)
+        {
+            var random = new Random(seed);
+            var sets = new int[MaskCount][];
+            var set = new List<int>();
+            for (int m = 0; m < sets.Length; m++)
+            {
+                set.Clear();
+                for (int j = 0; j < participants; j++)
+                {
+                    if (random.NextDouble() < probability)
+                    {
+                        set.Add(j);
+                    }
+                }
+
+                sets[m] = [.. set];
+            }
+
+            return sets;
+        }
+    }
+
+    /// <summary>The simulated participants' shared view: each one's latest reported version and the dependency sets.</summary>
+    private sealed class Cluster(Target target, Masks masks)
     {
         // _latest[i] is written only by participant i's driver, after the coordinator accepted the version; peers read it.
-        private readonly long[] _latest = new long[Participants];
+        private readonly long[] _latest = new long[masks.Participants];
+
+        public int Participants => masks.Participants;
 
         public Target Target { get; } = target;
 
         /// <summary>
-        /// Participant <paramref name="i"/>'s next report: a dependency on each peer whose bit is set in the next mask, the
-        /// version one above its last, raised to <paramref name="floor"/> and to every dependency (commit ordering).
+        /// Participant <paramref name="i"/>'s next report: a dependency on each peer in the next set, the version one above
+        /// its last, raised to <paramref name="floor"/> and to every dependency (commit ordering).
         /// </summary>
         public VersionReport Next(int i, long floor, ref int cursor, out int dependencies)
         {
-            ulong mask = masks[cursor++ & (MaskCount - 1)] & ~(1UL << i);
+            int[] set = masks.Sets[cursor++ & (MaskCount - 1)];
             long version = Math.Max(_latest[i] + 1, floor);
-            var deps = new Dependency[BitOperations.PopCount(mask)];
+            var deps = new Dependency[Array.BinarySearch(set, i) >= 0 ? set.Length - 1 : set.Length];
             int n = 0;
-            while (mask != 0)
+            foreach (int j in set)
             {
-                int j = BitOperations.TrailingZeroCount(mask);
-                mask &= mask - 1;
+                if (j == i)
+                {
+                    continue;
+                }
+
                 if (Target == Target.SameVersion)
                 {
                     deps[n++] = new Dependency(Id(j), version);
@@ -457,7 +496,7 @@ public sealed class CoordinatorScenario : IScenario
         {
             _cluster = cluster;
             _coordinator = coordinator;
-            _mine = new int[(Participants - thread + threads - 1) / threads];
+            _mine = new int[(cluster.Participants - thread + threads - 1) / threads];
             _unconfirmed = new Queue<long>[_mine.Length];
             for (int k = 0; k < _mine.Length; k++)
             {
