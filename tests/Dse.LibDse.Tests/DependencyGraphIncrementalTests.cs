@@ -128,6 +128,9 @@ public class DependencyGraphIncrementalTests(ITestOutputHelper output)
         Assert.Equal(0, g.CommittedVersion(3));
         Assert.Equal(2 * Length, g.UncommittedCount);
 
+        // Each search stopped at 1's blocked bottom at once: linear in the reports, not quadratic.
+        Assert.True(g.SearchedNodes < 4 * Length, $"{g.SearchedNodes} nodes searched for {2 * Length} reports");
+
         g.Add(2, V(1));
         Assert.True(Advance(g));
 
@@ -135,6 +138,42 @@ public class DependencyGraphIncrementalTests(ITestOutputHelper output)
         Assert.Equal(Length - 1, g.CommittedVersion(3));
         Assert.Equal(0, g.UncommittedCount);
         Assert.Equal(full, g.FullRecomputeCount);
+    }
+
+    [Fact]
+    public void AddAndAdvance_LaggingPeerResolvesWaitersInABlockedChain_SearchesStayLinear()
+    {
+        const int Length = 20_000;
+        const int Lag = 10_000;
+        var g = Graph(1, 2, 3);
+        g.AdvanceCommitted();
+
+        // 1 is blocked at its bottom (2 stopped) and each of its versions waits for 3's same version; 3 lags far behind,
+        // so each report of 3 resolves a waiter deep inside 1's blocked chain, with everything above it an ancestor.
+        g.Add(1, V(1, D(2, 1)));
+        for (int v = 2; v <= Length; v++)
+        {
+            g.Add(1, V(v, D(3, v)));
+            if (v > Lag)
+            {
+                g.Add(3, V(v - Lag));
+                Assert.True(g.AdvanceCommitted());
+            }
+        }
+
+        Assert.Equal(0, g.CommittedVersion(1));
+        Assert.Equal(Length - Lag, g.CommittedVersion(3));
+        Assert.True(g.SearchedNodes < 4 * Length, $"{g.SearchedNodes} nodes searched for {2 * Length - Lag} reports");
+
+        for (int v = Length - Lag + 1; v <= Length; v++)
+        {
+            g.Add(3, V(v));
+        }
+
+        g.Add(2, V(1));
+        Assert.True(Advance(g));
+        Assert.Equal(Length, g.CommittedVersion(1));
+        Assert.Equal(Length, g.CommittedVersion(3));
     }
 
     [Fact]

@@ -32,6 +32,9 @@ public sealed partial class DependencyGraph
     /// <summary>Full recomputations since creation: the rare paths, not reports in order (diagnostics and tests).</summary>
     internal int FullRecomputeCount { get; private set; }
 
+    /// <summary>Nodes the searches of reports visited since creation: their cost (tests bound it).</summary>
+    internal long SearchedNodes { get; private set; }
+
     /// <summary>Whether the next advance is incremental (no rare path since the last full recomputation).</summary>
     internal bool IsIncremental => _incremental;
 
@@ -203,8 +206,8 @@ public sealed partial class DependencyGraph
             {
                 var x = stack[^1];
                 stack.RemoveAt(stack.Count - 1);
-                var owner = x.Owner;
-                if (x.Dangling > 0 || owner.Uncommitted[owner.ClosedCount].Dangling > 0)
+                SearchedNodes++;
+                if (ChainBlocked(x))
                 {
                     return true;
                 }
@@ -235,9 +238,21 @@ public sealed partial class DependencyGraph
     }
 
     /// <summary>
+    /// Whether <paramref name="x"/> (open) dangles or reaches the lowest open version of its chain that dangles. Cheap,
+    /// and true for every version above a chain blocked at its bottom (behind a participant that stopped reporting).
+    /// </summary>
+    private static bool ChainBlocked(Node x)
+    {
+        var owner = x.Owner;
+        return x.Dangling > 0 || owner.Uncommitted[owner.ClosedCount].Dangling > 0;
+    }
+
+    /// <summary>
     /// Closes the ancestors of <paramref name="start"/> that no longer reach a dangling dependency. Every open node that
     /// is not an ancestor kept what it reaches, so it still reaches a dangling dependency: an ancestor is blocked if it
     /// dangles or points at an open node outside the ancestors, and so is every ancestor that reaches a blocked one.
+    /// Ancestors whose chain is blocked at its bottom are left outside too (they provably reach a dangling dependency):
+    /// so the search does not walk what lies above them, which a lagging peer would otherwise make it do on every report.
     /// </summary>
     private void CloseAncestors(Node start)
     {
@@ -260,13 +275,15 @@ public sealed partial class DependencyGraph
                 for (int k = 0; k < x.InCount; k++)
                 {
                     var source = x.In![k];
-                    if (!source.Closed && source.Mark != inSet)
+                    if (!source.Closed && source.Mark != inSet && !ChainBlocked(source))
                     {
                         source.Mark = inSet;
                         set.Add(source);
                     }
                 }
             }
+
+            SearchedNodes += set.Count;
 
             int isBlocked = ++_mark;
             foreach (var x in set)
