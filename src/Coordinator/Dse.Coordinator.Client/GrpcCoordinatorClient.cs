@@ -171,6 +171,11 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
             },
             DisposeHttpClient = true,
             ThrowOperationCanceledOnCancellation = true,
+
+            // A restarted coordinator waits for every participant's resync: find it within a fraction of a second
+            // rather than after gRPC's default backoff (1 s growing to 120 s).
+            InitialReconnectBackoff = TimeSpan.FromMilliseconds(100),
+            MaxReconnectBackoff = TimeSpan.FromSeconds(2),
         });
     }
 

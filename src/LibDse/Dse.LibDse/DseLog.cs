@@ -28,4 +28,7 @@ internal static partial class DseLog
 
     [LoggerMessage(EventId = 1008, Level = LogLevel.Information, Message = "StateObject {ObjectId} resynchronized {Versions} durable versions with coordinator incarnation {Incarnation}")]
     public static partial void Resynced(ILogger logger, long objectId, long incarnation, int versions);
+
+    [LoggerMessage(EventId = 1009, Level = LogLevel.Debug, Message = "StateObject {ObjectId}: the coordinator is still unavailable ({Reason})")]
+    public static partial void CoordinatorStillUnavailable(ILogger logger, long objectId, string reason);
 }

@@ -345,7 +345,7 @@ public abstract partial class StateObject
         }
         catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
         {
-            DseLog.CoordinatorUnavailable(_logger, Id, ex);
+            LogCoordinatorUnavailable(ex);
         }
     }
 
@@ -452,7 +452,7 @@ public abstract partial class StateObject
             }
             catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
             {
-                DseLog.CoordinatorUnavailable(_logger, Id, ex);
+                LogCoordinatorUnavailable(ex);
             }
             catch (Exception ex) when (ex is not OperationCanceledException)
             {
@@ -472,7 +472,7 @@ public abstract partial class StateObject
             }
             catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
             {
-                DseLog.CoordinatorUnavailable(_logger, Id, ex);
+                LogCoordinatorUnavailable(ex);
                 await Task.Delay(_options.GroupCommitPeriod, _options.TimeProvider, cancellationToken).ConfigureAwait(false);
             }
             catch (Exception ex) when (ex is not OperationCanceledException)

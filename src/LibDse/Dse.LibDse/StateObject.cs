@@ -52,6 +52,8 @@ public abstract partial class StateObject : IAsyncDisposable
     private Exception? _fault;
     private long _lastAdvanceTimestamp;
     private long _lastHeartbeatTimestamp;
+    private long _lastUnavailableLog;
+    private static readonly TimeSpan UnavailableLogInterval = TimeSpan.FromSeconds(5);
 
     // The coordinator incarnation this object last handed its durable fragments to (at connect or by a resync).
     // Guarded by _reporting after connect.
@@ -592,6 +594,24 @@ public abstract partial class StateObject : IAsyncDisposable
         }
     }
 
+    /// <summary>Logs a coordinator outage as a warning at most every 5 s; the repeats in between go to debug.</summary>
+    private void LogCoordinatorUnavailable(Exception exception)
+    {
+        var time = _options.TimeProvider;
+        long now = time.GetTimestamp();
+        long last = Volatile.Read(ref _lastUnavailableLog);
+        if (last != 0 && time.GetElapsedTime(last, now) < UnavailableLogInterval)
+        {
+            DseLog.CoordinatorStillUnavailable(_logger, Id, exception.Message);
+            return;
+        }
+
+        if (Interlocked.CompareExchange(ref _lastUnavailableLog, now, last) == last)
+        {
+            DseLog.CoordinatorUnavailable(_logger, Id, exception);
+        }
+    }
+
     private async Task ObserveAsync(ValueTask task)
     {
         try
@@ -600,7 +620,7 @@ public abstract partial class StateObject : IAsyncDisposable
         }
         catch (Exception ex) when (ex is not OperationCanceledException)
         {
-            DseLog.CoordinatorUnavailable(_logger, Id, ex);
+            LogCoordinatorUnavailable(ex);
         }
     }
 
