@@ -32,7 +32,7 @@ public sealed partial class ClusterCoordinator
                 lastIncarnation = Math.Max(lastIncarnation, started.Incarnation);
             }
 
-            anyRegistered |= entry is ParticipantRegisteredEntry;
+            anyRegistered |= entry is ParticipantRegisteredEntry or RollbackDecidedEntry { Decision.Reason: RollbackReason.ColdStart };
         }
 
         var coordinator = new ClusterCoordinator(options, journal, lastIncarnation + 1, coldStart: !anyRegistered);
@@ -97,12 +97,12 @@ public sealed partial class ClusterCoordinator
                         }
                         else if (decision.Reason == RollbackReason.ColdStart)
                         {
+                            // A cold start's decision registers every participant it names (one atomic entry).
                             foreach (var (participant, version) in decision.Cut)
                             {
-                                if (_members.ContainsKey(participant))
-                                {
-                                    _graph.Acknowledge(participant, decision.WorldLine, version);
-                                }
+                                _members.TryAdd(participant, new Member(_time.GetTimestamp()));
+                                _graph.AddParticipant(participant);
+                                _graph.Acknowledge(participant, decision.WorldLine, version);
                             }
                         }
                         else if (decision.Reason == RollbackReason.Removed)
@@ -207,6 +207,7 @@ public sealed partial class ClusterCoordinator
     {
         long id = request.ObjectId;
         bool endRecovery;
+        ClusterState answered;
         lock (_lock)
         {
             _members[id].LastSeen = _time.GetTimestamp();
@@ -217,6 +218,9 @@ public sealed partial class ClusterCoordinator
                 Publish();
             }
 
+            // The caller waits for a state after this one. If its answer ends recovery, the end itself is that change:
+            // a state captured after it could be the last one for a while (an idle cluster) and the caller would hang.
+            answered = _state;
             CoordinatorLog.AnsweredByConnect(_logger, id, request.PersistedVersions.Count, _awaiting.Count);
         }
 
@@ -225,10 +229,7 @@ public sealed partial class ClusterCoordinator
             await EndRecoveryAsync().ConfigureAwait(false);
         }
 
-        lock (_lock)
-        {
-            return ConnectResponse.Retry(_state);
-        }
+        return ConnectResponse.Retry(answered);
     }
 
     /// <summary>
@@ -466,14 +467,19 @@ public sealed partial class ClusterCoordinator
 
         try
         {
-            foreach (long id in ids)
-            {
-                await JournalAsync(new ParticipantRegisteredEntry(id), cancellationToken).ConfigureAwait(false);
-            }
-
             if (decision is not null)
             {
+                // One entry, which also registers every participant its cut names: a crash can never leave half a cold
+                // start in the journal (registrations without the decision would make the next start skip the closure).
                 await JournalAsync(new RollbackDecidedEntry(decision), cancellationToken).ConfigureAwait(false);
+            }
+            else
+            {
+                // Nothing was stored anywhere: registrations one by one are safe even if only some become durable.
+                foreach (long id in ids)
+                {
+                    await JournalAsync(new ParticipantRegisteredEntry(id), cancellationToken).ConfigureAwait(false);
+                }
             }
         }
         catch (Exception ex)

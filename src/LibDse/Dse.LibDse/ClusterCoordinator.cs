@@ -262,8 +262,30 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         }
     }
 
-    /// <summary>Makes a journaled decision visible: world-line, view, boundary, then the published state. Under _lock.</summary>
+    /// <summary>
+    /// Makes a journaled decision visible: world-line, view, boundary, then the published state. Under _lock. The
+    /// decision is durable already, so a failure here cannot be undone: it stops the coordinator, and the next
+    /// incarnation applies the decision from the journal.
+    /// </summary>
     private void CommitDecision(RollbackDecision decision)
+    {
+        try
+        {
+            ApplyDecision(decision);
+        }
+        catch (Exception ex)
+        {
+            _fault ??= ex;
+            var error = new DseCoordinatorException(CoordinatorErrorCode.Unavailable, $"The coordinator could not apply the durable decision of world-line {decision.WorldLine}; it stopped serving and must be restarted.", ex);
+            _blocked?.TrySetException(error);
+            _blocked = null;
+            _changed.TrySetException(error);
+            CoordinatorLog.Faulted(_logger, ex);
+            throw error;
+        }
+    }
+
+    private void ApplyDecision(RollbackDecision decision)
     {
         _worldLine = decision.WorldLine;
         _decisions.Add(decision);
@@ -282,6 +304,14 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         if (_awaiting is null)
         {
             _graph.AdvanceCommitted();
+        }
+
+        // Reports (and so the sign of life they carry) waited while the decision was journaled: no one goes silent
+        // for a slow journal write.
+        long now = _time.GetTimestamp();
+        foreach (var member in _members.Values)
+        {
+            member.LastSeen = now;
         }
 
         Publish();

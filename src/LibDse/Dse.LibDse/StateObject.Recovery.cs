@@ -203,8 +203,10 @@ public abstract partial class StateObject
             }
 
             // A restarted coordinator publishes only the floors it has heard of so far; what an earlier incarnation
-            // published as committed stays committed, so the view keeps the higher of the two.
-            var next = state.Incarnation > current.Incarnation && current.Committed.Count > 0 ? WithCommittedFloors(state, current.Committed) : state;
+            // published as committed stays committed, so the view keeps the higher of the two until recovery ended
+            // (every state of a recovering incarnation, not only its first, or a resync could lose the floors).
+            bool merge = current.Committed.Count > 0 && (state.Incarnation > current.Incarnation || (state.Incarnation == current.Incarnation && state.IsRecovering));
+            var next = merge ? WithCommittedFloors(state, current.Committed) : state;
             if (Interlocked.CompareExchange(ref _view, next, current) == current)
             {
                 Interlocked.Exchange(ref _viewChanged, NewSignal()).TrySetResult();
