@@ -1,0 +1,170 @@
+using System.Buffers.Binary;
+using FASTER.core;
+
+namespace Dse.Darq;
+
+/// <summary>Recovery: restore the last valid commit, then rebuild the in-memory state from the untruncated log.</summary>
+public sealed partial class Darq
+{
+    /// <summary>
+    /// Recovers FasterLog to the newest valid commit (a torn newer commit is ignored), takes the incarnation,
+    /// deduplication table and sequence bounds from its cookie, and scans [begin, committed tail) once: IN and SELF
+    /// entries become unconsumed messages, completions remove what they consumed, OUT entries stay pending.
+    /// </summary>
+    private async Task RecoverAsync(CancellationToken cancellationToken)
+    {
+        long commitNum = _commitManager.LatestCommit;
+        DarqCommitState state;
+        if (commitNum < 0)
+        {
+            state = new DarqCommitState();
+        }
+        else
+        {
+            try
+            {
+                // A fresh instance: FasterLog recovers only before anything else touches it.
+                _log.Recover(-1);
+            }
+            catch (Exception e) when (e is not OperationCanceledException)
+            {
+                throw new InvalidDataException($"DARQ '{Name}' could not recover its log from commit {commitNum}: {e.Message}", e);
+            }
+
+            var cookie = _log.RecoveredCookie ?? throw new InvalidDataException(
+                $"DARQ '{Name}': commit {commitNum} carries no DARQ state (no commit cookie); the log was not written by a DARQ.");
+            state = DarqCommitState.Deserialize(cookie, $"DARQ '{Name}', commit {commitNum}");
+        }
+
+        _incarnation = state.Incarnation;
+        _beginSequence = state.BeginSequence;
+        foreach (var (producer, sequence) in state.Producers)
+        {
+            _producers[producer] = sequence;
+        }
+
+        long begin = _log.BeginAddress;
+        long tail = _log.TailAddress;
+        long expected = state.BeginSequence;
+        int openStepEntries = 0;
+        long address = begin;
+        using (var iterator = _log.Scan(begin, tail, name: null, recover: false))
+        {
+            while (true)
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                byte[] entry;
+                int length;
+                long next;
+                try
+                {
+                    if (!iterator.GetNext(out entry, out length, out address, out next))
+                    {
+                        if (await iterator.WaitAsync(cancellationToken).ConfigureAwait(false))
+                        {
+                            continue;
+                        }
+
+                        break;
+                    }
+                }
+                catch (Exception e) when (e is FasterException or IndexOutOfRangeException or ArgumentException or OverflowException)
+                {
+                    throw Corrupt(address, $"FasterLog cannot read the entry: {e.Message}");
+                }
+
+                var span = entry.AsSpan(0, length);
+                string? problem = DarqEntryFormat.TryParse(span, out var kind, out _, out long sequence);
+                if (problem is not null)
+                {
+                    throw Corrupt(address, problem);
+                }
+
+                if (sequence != expected)
+                {
+                    throw Corrupt(address, $"entry sequence {sequence}, expected {expected} (entries are missing or out of place)");
+                }
+
+                expected++;
+                ApplyRecovered(kind, span, address, sequence, ref openStepEntries);
+            }
+        }
+
+        if (openStepEntries != 0)
+        {
+            throw Corrupt(address, $"the log ends inside a step: {openStepEntries} SELF/OUT entries have no completion record");
+        }
+
+        if (expected != state.NextSequence)
+        {
+            throw Corrupt(tail, $"the committed log holds entries up to sequence {expected - 1} but the commit records {state.NextSequence - 1}");
+        }
+
+        _nextSequence = expected;
+        _lastCommitTail = tail;
+        _lastCommitBegin = begin;
+        _unconsumedCount = _unconsumed.Count;
+        DarqLog.Opened(_logger, Name, commitNum, begin, tail, _unconsumed.Count, _producers.Count, _incarnation);
+    }
+
+    private void ApplyRecovered(DarqEntryKind kind, ReadOnlySpan<byte> entry, long address, long sequence, ref int openStepEntries)
+    {
+        var body = DarqEntryFormat.Body(entry);
+        if (openStepEntries > 0 && kind is DarqEntryKind.In or DarqEntryKind.Register)
+        {
+            throw Corrupt(address, $"a {kind} entry inside a step (after {openStepEntries} SELF/OUT entries without their completion)");
+        }
+
+        switch (kind)
+        {
+            case DarqEntryKind.In:
+                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.In, sequence, body[16..].ToArray()));
+                break;
+            case DarqEntryKind.Self:
+                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.Self, sequence, body.ToArray()));
+                openStepEntries++;
+                break;
+            case DarqEntryKind.Out:
+                _pendingOut.Add(address, sequence);
+                openStepEntries++;
+                break;
+            case DarqEntryKind.Completion:
+                long incarnation = BinaryPrimitives.ReadInt64LittleEndian(body);
+                int stepEntries = BinaryPrimitives.ReadInt32LittleEndian(body[8..]);
+                int count = BinaryPrimitives.ReadInt32LittleEndian(body[12..]);
+                if (count < 0 || body.Length != 16 + (8L * count) || stepEntries != openStepEntries || incarnation > _incarnation)
+                {
+                    throw Corrupt(address,
+                        $"completion record (incarnation {incarnation}, {stepEntries} step entries, {count} consumed) does not match the log " +
+                        $"({openStepEntries} open step entries, incarnation {_incarnation}, {body.Length} body bytes)");
+                }
+
+                for (int i = 0; i < count; i++)
+                {
+                    long consumed = BinaryPrimitives.ReadInt64LittleEndian(body[(16 + (8 * i))..]);
+                    if (_unconsumed.Remove(consumed))
+                    {
+                        _consumed.Add(consumed);
+                    }
+                    else if (consumed >= _log.BeginAddress)
+                    {
+                        throw Corrupt(address, $"the completion record consumes LSN {consumed}, which is no unconsumed message");
+                    }
+                }
+
+                openStepEntries = 0;
+                break;
+            default:
+                long registered = BinaryPrimitives.ReadInt64LittleEndian(body);
+                if (registered > _incarnation)
+                {
+                    throw Corrupt(address, $"registration of incarnation {registered} is newer than the committed incarnation {_incarnation}");
+                }
+
+                break;
+        }
+    }
+
+    private InvalidDataException Corrupt(long address, string detail)
+        => new($"DARQ '{Name}' log on device '{_options.LogDevice!.FileName}' is corrupt at address {address} (0x{address:X}): {detail}.");
+}

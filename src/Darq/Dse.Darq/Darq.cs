@@ -1,0 +1,471 @@
+using System.Diagnostics;
+using FASTER.core;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Dse.Darq;
+
+/// <summary>
+/// A DARQ: one FasterLog multiplexing IN, SELF, OUT, completion and registration entries, with producers (optionally
+/// deduplicated), one co-located processor at a time (identified by a persisted incarnation), serially validated atomic
+/// steps, group commit, recovery from the last commit and truncation of the completed prefix.
+/// </summary>
+/// <remarks>
+/// <para>Every mutation runs under one asynchronous gate, so enqueues and steps are validated serially and the commit
+/// cookie (incarnation, deduplication table, sequence bounds) always describes exactly the log tail it is committed
+/// with. The on-device format is in docs/darq-format.md.</para>
+/// <para>Intra-participant speculation: the processor sees IN messages as soon as they are appended, before they are
+/// committed. After a DARQ crash its processor must re-register (and so rebuild its state from the replay).</para>
+/// </remarks>
+public sealed partial class Darq : IAsyncDisposable
+{
+    private readonly DarqOptions _options;
+    private readonly ILogger _logger;
+    private readonly FasterLog _log;
+    private readonly DarqCommitManager _commitManager;
+    private readonly KeyValuePair<string, object?> _tag;
+
+    /// <summary>Serializes every mutation and commit request; everything below is guarded by it.</summary>
+    private readonly SemaphoreSlim _gate = new(1, 1);
+
+    private readonly Dictionary<long, long> _producers = [];
+
+    /// <summary>Unconsumed IN and SELF messages by LSN (all at or after the begin address).</summary>
+    private readonly SortedDictionary<long, PendingMessage> _unconsumed = [];
+
+    /// <summary>OUT entries not yet acknowledged (delivery is not built yet, so they stay) by LSN, with their sequence numbers.</summary>
+    private readonly SortedDictionary<long, long> _pendingOut = [];
+
+    /// <summary>Consumed LSNs at or after the begin address, to tell "already consumed" from "unknown".</summary>
+    private readonly SortedSet<long> _consumed = [];
+
+    private readonly CancellationTokenSource _stopping = new();
+    private Task _commitLoop = Task.CompletedTask;
+
+    private long _incarnation;
+    private long _nextSequence;
+    private long _beginSequence;
+    private long _lastCommitTail;
+    private long _lastCommitBegin;
+    private int _unconsumedCount;
+    private DarqProcessor? _processor;
+    private int _disposed;
+
+    private Darq(DarqOptions options, FasterLog log, DarqCommitManager commitManager, ILogger logger)
+    {
+        _options = options;
+        _log = log;
+        _commitManager = commitManager;
+        _logger = logger;
+        _tag = new KeyValuePair<string, object?>("darq", options.Name);
+    }
+
+    /// <summary>The DARQ's name.</summary>
+    public string Name => _options.Name;
+
+    /// <summary>The current processor incarnation (0 before the first registration).</summary>
+    public long Incarnation => Interlocked.Read(ref _incarnation);
+
+    /// <summary>The first address still in the log (everything before it is completed and truncated).</summary>
+    public long BeginAddress => _log.BeginAddress;
+
+    /// <summary>The address the next entry goes to.</summary>
+    public long TailAddress => _log.TailAddress;
+
+    /// <summary>The address up to which the log is durable.</summary>
+    public long CommittedUntilAddress => _log.CommittedUntilAddress;
+
+    /// <summary>The number of IN and SELF messages not yet consumed.</summary>
+    public int UnconsumedCount => Volatile.Read(ref _unconsumedCount);
+
+    /// <summary>The largest payload of one message, in bytes (<see cref="DarqOptions.MaxMessageSize"/>).</summary>
+    public int MaxMessageSize => _options.MaxMessageSize;
+
+    /// <summary>Opens a DARQ on its devices, recovering the state of the last valid commit.</summary>
+    /// <param name="options">Devices and settings.</param>
+    /// <param name="loggerFactory">Creates the DARQ's logger; <see langword="null"/> for none.</param>
+    /// <param name="cancellationToken">Cancels recovery.</param>
+    /// <exception cref="InvalidDataException">A committed entry or the commit's state is corrupt; the message names the address.</exception>
+    public static async Task<Darq> OpenAsync(DarqOptions options, ILoggerFactory? loggerFactory = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate();
+        var logger = loggerFactory?.CreateLogger<Darq>() ?? (ILogger)NullLogger.Instance;
+
+        // FasterLog's recovery info (addresses, commit number, iterators) plus the cookie, with room to spare.
+        int maxMetadata = DarqCommitState.MaxSize(options.MaxProducers) + 4096;
+        var commitManager = await DarqCommitManager.OpenAsync(options.CommitDevice!, maxMetadata, options.OwnsDevices, logger, options.Name)
+            .ConfigureAwait(false);
+        FasterLog? log = null;
+        try
+        {
+            var settings = new FasterLogSettings
+            {
+                LogDevice = options.LogDevice,
+                PageSize = options.PageSize,
+                MemorySize = options.MemorySize,
+                SegmentSize = options.SegmentSize,
+                LogCommitManager = commitManager,
+                LogChecksum = LogChecksumType.None,
+                TryRecoverLatest = false,
+                AutoRefreshSafeTailAddress = false,
+                AutoCommit = false,
+            };
+            log = new FasterLog(settings, (ILogger?)null);
+            var darq = new Darq(options, log, commitManager, logger);
+            await darq.RecoverAsync(cancellationToken).ConfigureAwait(false);
+            if (options.CommitInterval != Timeout.InfiniteTimeSpan)
+            {
+                darq._commitLoop = darq.RunCommitLoopAsync();
+            }
+
+            return darq;
+        }
+        catch
+        {
+            log?.Dispose();
+            commitManager.Dispose();
+            if (options.OwnsDevices)
+            {
+                options.LogDevice!.Dispose();
+            }
+
+            throw;
+        }
+    }
+
+    /// <summary>Appends an IN message without deduplication.</summary>
+    /// <param name="payload">The payload (copied), at most <see cref="MaxMessageSize"/> bytes.</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate or for log memory; nothing is appended then.</param>
+    /// <returns>The message's LSN and the address to await for durability.</returns>
+    /// <exception cref="ArgumentException">The payload is larger than <see cref="MaxMessageSize"/>.</exception>
+    public ValueTask<DarqEnqueueResult> EnqueueAsync(ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default)
+    {
+        CheckPayload(payload.Length, nameof(payload));
+        return EnqueueCoreAsync(payload, 0, 0, dedup: false, cancellationToken);
+    }
+
+    /// <summary>
+    /// Appends an IN message from a producer, deduplicated by (producer id, sequence number): a sequence number not above
+    /// the largest seen from that producer is acknowledged as a duplicate and not appended.
+    /// </summary>
+    /// <param name="producerId">The producer's globally unique id.</param>
+    /// <param name="sequenceNumber">The message's sequence number from that producer, nonnegative and increasing.</param>
+    /// <param name="payload">The payload (copied), at most <see cref="MaxMessageSize"/> bytes.</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate or for log memory; nothing is appended then.</param>
+    /// <returns>The new message's LSN, or a duplicate acknowledgement; and the address to await for durability.</returns>
+    /// <exception cref="ArgumentException">The payload is too large or the sequence number negative.</exception>
+    /// <exception cref="InvalidOperationException">The producer is new and the table already holds <see cref="DarqOptions.MaxProducers"/> producers.</exception>
+    public ValueTask<DarqEnqueueResult> EnqueueAsync(long producerId, long sequenceNumber, ReadOnlyMemory<byte> payload,
+        CancellationToken cancellationToken = default)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(sequenceNumber);
+        CheckPayload(payload.Length, nameof(payload));
+        return EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup: true, cancellationToken);
+    }
+
+    /// <summary>Commits the log up to its current tail, with the DARQ state, and waits until that commit is durable.</summary>
+    /// <param name="cancellationToken">Cancels waiting; the commit itself still happens.</param>
+    public async ValueTask CommitAsync(CancellationToken cancellationToken = default)
+    {
+        ThrowIfDisposed();
+        await CommitCoreAsync(cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>Waits until the log is durable up to <paramref name="address"/> (from an enqueue or step result).</summary>
+    /// <param name="address">The address to wait for.</param>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <remarks>This issues no commit: the group commit (or <see cref="CommitAsync"/>) does.</remarks>
+    public ValueTask WaitForCommitAsync(long address, CancellationToken cancellationToken = default)
+    {
+        if (_log.CommittedUntilAddress >= address)
+        {
+            return ValueTask.CompletedTask;
+        }
+
+        return _log.WaitForCommitAsync(address, -1, cancellationToken);
+    }
+
+    /// <summary>
+    /// Truncates the completed prefix of the log (everything before the oldest unconsumed IN or SELF message or
+    /// unacknowledged OUT message) and commits, so that the truncation is durable.
+    /// </summary>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <returns>The new begin address.</returns>
+    public async ValueTask<long> TruncateAsync(CancellationToken cancellationToken = default)
+    {
+        ThrowIfDisposed();
+        long begin = await TruncateCoreAsync(cancellationToken).ConfigureAwait(false);
+        await CommitCoreAsync(cancellationToken).ConfigureAwait(false);
+        return begin;
+    }
+
+    /// <summary>Stops the background commit, commits what was appended, and closes the log (and the devices when owned).</summary>
+    public async ValueTask DisposeAsync()
+    {
+        if (Interlocked.Exchange(ref _disposed, 1) != 0)
+        {
+            return;
+        }
+
+        await _stopping.CancelAsync().ConfigureAwait(false);
+        try
+        {
+            await _commitLoop.ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            // The loop ends by cancellation.
+        }
+
+        try
+        {
+            await CommitCoreAsync(CancellationToken.None).ConfigureAwait(false);
+        }
+        catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
+        {
+            DarqLog.CommitFailed(_logger, e, Name);
+        }
+
+        await _gate.WaitAsync().ConfigureAwait(false);
+        try
+        {
+            _processor?.Close();
+            _processor = null;
+            _log.Dispose();
+            _commitManager.Dispose();
+            if (_options.OwnsDevices)
+            {
+                _options.LogDevice!.Dispose();
+            }
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        _stopping.Dispose();
+    }
+
+    private void CheckPayload(int length, string parameter)
+    {
+        if (length > _options.MaxMessageSize)
+        {
+            throw new ArgumentException(
+                $"The message has {length} bytes; DARQ '{Name}' accepts at most {_options.MaxMessageSize} (DarqOptions.MaxMessageSize).", parameter);
+        }
+    }
+
+    private void ThrowIfDisposed() => ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+
+    private async ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
+        CancellationToken cancellationToken)
+    {
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            bool known = _producers.TryGetValue(producerId, out long seen);
+            if (dedup && known && sequenceNumber <= seen)
+            {
+                DarqInstrumentation.Duplicates.Add(1, _tag);
+                return new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
+            }
+
+            if (dedup && !known && _producers.Count >= _options.MaxProducers)
+            {
+                throw new InvalidOperationException(
+                    $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused.");
+            }
+
+            var entry = DarqEntryFormat.In(_nextSequence, payload.Span, producerId, sequenceNumber, dedup);
+            long lsn = await AppendAsync(entry, cancellationToken).ConfigureAwait(false);
+
+            // Appended: from here on nothing may fail before the state reflects the entry.
+            var message = new PendingMessage(DarqMessageKind.In, _nextSequence, entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
+            _nextSequence++;
+            if (dedup)
+            {
+                _producers[producerId] = sequenceNumber;
+            }
+
+            _unconsumed.Add(lsn, message);
+            Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+            _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
+            DarqInstrumentation.Enqueues.Add(1, _tag);
+            return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>Appends one entry; call under the gate. Waits for log memory when the in-memory log is full.</summary>
+    private ValueTask<long> AppendAsync(byte[] entry, CancellationToken cancellationToken)
+    {
+        Debug.Assert(_gate.CurrentCount == 0, "appends run under the gate");
+        return _log.TryEnqueue(entry, out long lsn) ? ValueTask.FromResult(lsn) : _log.EnqueueAsync(entry, cancellationToken);
+    }
+
+    /// <summary>Appends entries contiguously as one batch; call under the gate. Returns each entry's address.</summary>
+    private async ValueTask<long[]> AppendBatchAsync(List<byte[]> entries, CancellationToken cancellationToken)
+    {
+        Debug.Assert(_gate.CurrentCount == 0, "appends run under the gate");
+        var batch = new EntryBatch(entries);
+        if (!_log.TryEnqueue(batch, out long first))
+        {
+            first = await _log.EnqueueAsync(batch, cancellationToken).ConfigureAwait(false);
+        }
+
+        // FasterLog reports only the first address of a batch: the others follow at aligned sizes.
+        var addresses = new long[entries.Count];
+        long address = first;
+        for (int i = 0; i < entries.Count; i++)
+        {
+            addresses[i] = address;
+            address += DarqEntryFormat.LogFootprint(entries[i].Length);
+        }
+
+        return addresses;
+    }
+
+    private async ValueTask CommitCoreAsync(CancellationToken cancellationToken)
+    {
+        ValueTask<(bool, long, long)> pending;
+        long waitFor;
+        long started;
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            long tail = _log.TailAddress;
+            long begin = _log.BeginAddress;
+            if (tail == _lastCommitTail && begin == _lastCommitBegin)
+            {
+                pending = default;
+                waitFor = tail;
+                started = 0;
+            }
+            else
+            {
+                // Under the gate nothing is appended, so the cookie describes exactly the tail FasterLog commits.
+                var cookie = CaptureState().Serialize();
+                started = Stopwatch.GetTimestamp();
+                pending = _log.CommitStronglyAsync(cookie, -1, CancellationToken.None);
+                _lastCommitTail = tail;
+                _lastCommitBegin = begin;
+                waitFor = tail;
+            }
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        if (started != 0)
+        {
+            await pending.ConfigureAwait(false);
+            if (DarqInstrumentation.CommitLatency.Enabled)
+            {
+                DarqInstrumentation.CommitLatency.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds, _tag);
+            }
+        }
+
+        await WaitForCommitAsync(waitFor, cancellationToken).ConfigureAwait(false);
+    }
+
+    private DarqCommitState CaptureState() => new()
+    {
+        Incarnation = _incarnation,
+        NextSequence = _nextSequence,
+        BeginSequence = _beginSequence,
+        Producers = _producers,
+    };
+
+    private async ValueTask<long> TruncateCoreAsync(CancellationToken cancellationToken)
+    {
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+
+            // The completed prefix ends at the oldest entry still pending, or at the tail when none is.
+            long until = _log.TailAddress;
+            long sequence = _nextSequence;
+            foreach (var (lsn, message) in _unconsumed)
+            {
+                (until, sequence) = (lsn, message.Sequence);
+                break;
+            }
+
+            foreach (var (lsn, outSequence) in _pendingOut)
+            {
+                if (lsn < until)
+                {
+                    (until, sequence) = (lsn, outSequence);
+                }
+
+                break;
+            }
+
+            if (until > _log.BeginAddress)
+            {
+                _log.TruncateUntil(until);
+                _beginSequence = sequence;
+                while (_consumed.Count > 0 && _consumed.Min < until)
+                {
+                    _consumed.Remove(_consumed.Min);
+                }
+
+                DarqLog.Truncated(_logger, Name, until);
+            }
+
+            return _log.BeginAddress;
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    private async Task RunCommitLoopAsync()
+    {
+        using var timer = new PeriodicTimer(_options.CommitInterval, _options.TimeProvider);
+        var token = _stopping.Token;
+        while (await timer.WaitForNextTickAsync(token).ConfigureAwait(false))
+        {
+            try
+            {
+                if (_options.AutoTruncate)
+                {
+                    await TruncateCoreAsync(token).ConfigureAwait(false);
+                }
+
+                await CommitCoreAsync(token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException) when (token.IsCancellationRequested)
+            {
+                return;
+            }
+            catch (ObjectDisposedException)
+            {
+                return;
+            }
+            catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
+            {
+                DarqLog.CommitFailed(_logger, e, Name);
+            }
+        }
+    }
+
+    /// <summary>An unconsumed IN or SELF message: its kind, entry sequence number and payload.</summary>
+    private sealed record PendingMessage(DarqMessageKind Kind, long Sequence, ReadOnlyMemory<byte> Payload);
+
+    /// <summary>A step's entries handed to FasterLog as one batch.</summary>
+    private sealed class EntryBatch(List<byte[]> entries) : IReadOnlySpanBatch
+    {
+        public int TotalEntries() => entries.Count;
+
+        public ReadOnlySpan<byte> Get(int index) => entries[index];
+    }
+}

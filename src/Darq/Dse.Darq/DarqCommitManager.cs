@@ -1,0 +1,305 @@
+using System.Buffers.Binary;
+using System.Diagnostics;
+using System.IO.Hashing;
+using System.Runtime.InteropServices;
+using Dse.Storage;
+using FASTER.core;
+using Microsoft.Extensions.Logging;
+
+namespace Dse.Darq;
+
+/// <summary>
+/// FasterLog's commit manager for a DARQ: keeps the two newest commit records in two alternating slots on a device, so
+/// that a torn commit write always leaves the previous commit intact. Layout in docs/darq-format.md.
+/// </summary>
+/// <remarks>
+/// FasterLog calls <see cref="Commit"/> synchronously from its serial commit worker, after the log data of that commit
+/// has been flushed; the device write therefore blocks that worker until the device acknowledges it (FASTER's own
+/// device commit manager does the same). Commits never run concurrently with each other.
+/// </remarks>
+internal sealed class DarqCommitManager : ILogCommitManager
+{
+    public const uint Magic = 0x4D43_5144; // "DQCM" little-endian
+    public const ushort Version = 1;
+    public const int HeaderSize = 64;
+    private const int HashedHeaderBytes = 56;
+    private const int Alignment = 4096;
+
+    private readonly IDevice _device;
+    private readonly bool _ownsDevice;
+    private readonly ILogger _logger;
+    private readonly string _darqName;
+    private readonly int _sectorSize;
+    private readonly int _slotSize;
+    private readonly int _maxMetadataBytes;
+
+    /// <summary>Valid commits by number (at most the two newest); guarded by locking the dictionary.</summary>
+    private readonly SortedDictionary<long, byte[]> _commits = [];
+
+    /// <summary>The slot the next commit goes to (0 or 1); only the serial commit worker touches it after open.</summary>
+    private int _nextSlot;
+
+    private DarqCommitManager(IDevice device, int maxMetadataBytes, bool ownsDevice, ILogger logger, string darqName)
+    {
+        _device = device;
+        _ownsDevice = ownsDevice;
+        _logger = logger;
+        _darqName = darqName;
+        _sectorSize = (int)device.SectorSize;
+        _maxMetadataBytes = maxMetadataBytes;
+        _slotSize = RoundUp(HeaderSize + maxMetadataBytes, Math.Max(_sectorSize, Alignment));
+    }
+
+    /// <summary>The number of the newest valid commit, or -1 when there is none.</summary>
+    public long LatestCommit
+    {
+        get
+        {
+            lock (_commits)
+            {
+                return _commits.Count == 0 ? -1 : _commits.Keys.Max();
+            }
+        }
+    }
+
+    /// <summary>Opens the manager on a device and reads both slots.</summary>
+    public static async Task<DarqCommitManager> OpenAsync(IDevice device, int maxMetadataBytes, bool ownsDevice, ILogger logger, string darqName)
+    {
+        if (device.SectorSize > Alignment || !uint.IsPow2(device.SectorSize))
+        {
+            throw new ArgumentException($"Commit device '{device.FileName}' has sector size {device.SectorSize}; DARQ needs a power of two up to {Alignment}.");
+        }
+
+        var manager = new DarqCommitManager(device, maxMetadataBytes, ownsDevice, logger, darqName);
+        device.Initialize(1L << 40);
+        long newestSlotCommit = -1;
+        for (int slot = 0; slot < 2; slot++)
+        {
+            var (commitNum, metadata) = await manager.ReadSlotAsync(slot).ConfigureAwait(false);
+            if (metadata is null)
+            {
+                continue;
+            }
+
+            manager._commits[commitNum] = metadata;
+            if (commitNum > newestSlotCommit)
+            {
+                newestSlotCommit = commitNum;
+                manager._nextSlot = 1 - slot;
+            }
+        }
+
+        return manager;
+    }
+
+    /// <inheritdoc />
+    public unsafe void Commit(long beginAddress, long untilAddress, byte[] commitMetadata, long commitNum, bool forceWriteMetadata)
+    {
+        if (commitMetadata.Length > _maxMetadataBytes)
+        {
+            throw new InvalidOperationException(
+                $"DARQ '{_darqName}': commit metadata of {commitMetadata.Length} bytes exceeds the slot capacity of {_maxMetadataBytes} bytes.");
+        }
+
+        int length = RoundUp(HeaderSize + commitMetadata.Length, _sectorSize);
+        var buffer = (byte*)NativeMemory.AlignedAlloc((nuint)length, Alignment);
+        try
+        {
+            var span = new Span<byte>(buffer, length);
+            span.Clear();
+            commitMetadata.CopyTo(span[HeaderSize..]);
+            BinaryPrimitives.WriteUInt32LittleEndian(span, Magic);
+            BinaryPrimitives.WriteUInt16LittleEndian(span[4..], Version);
+            BinaryPrimitives.WriteInt64LittleEndian(span[8..], commitNum);
+            BinaryPrimitives.WriteInt32LittleEndian(span[16..], commitMetadata.Length);
+            BinaryPrimitives.WriteInt64LittleEndian(span[24..], beginAddress);
+            BinaryPrimitives.WriteInt64LittleEndian(span[32..], untilAddress);
+            BinaryPrimitives.WriteUInt64LittleEndian(span[40..], XxHash64.HashToUInt64(commitMetadata));
+            BinaryPrimitives.WriteUInt64LittleEndian(span[HashedHeaderBytes..], XxHash64.HashToUInt64(span[..HashedHeaderBytes]));
+
+            int slot = _nextSlot;
+            uint error = WriteBlocking((IntPtr)buffer, (ulong)slot * (ulong)_slotSize, (uint)length);
+            if (error != 0)
+            {
+                throw new IOException($"DARQ '{_darqName}': writing commit {commitNum} to device '{_device.FileName}' failed with error code {error}.");
+            }
+
+            _nextSlot = 1 - slot;
+            lock (_commits)
+            {
+                _commits[commitNum] = commitMetadata;
+                while (_commits.Count > 2)
+                {
+                    _commits.Remove(_commits.Keys.Min());
+                }
+            }
+        }
+        finally
+        {
+            NativeMemory.AlignedFree(buffer);
+        }
+    }
+
+    /// <inheritdoc />
+    public byte[] GetCommitMetadata(long commitNum)
+    {
+        lock (_commits)
+        {
+            return _commits.TryGetValue(commitNum, out var metadata)
+                ? metadata
+                : throw new InvalidDataException($"DARQ '{_darqName}': commit {commitNum} is not on commit device '{_device.FileName}'.");
+        }
+    }
+
+    /// <inheritdoc />
+    public IEnumerable<long> ListCommits()
+    {
+        lock (_commits)
+        {
+            var numbers = new List<long>(_commits.Keys);
+            numbers.Reverse();
+            return numbers;
+        }
+    }
+
+    /// <inheritdoc />
+    public void RemoveCommit(long commitNum)
+    {
+        // Slots are overwritten in turn; forgetting an old commit is all there is to do.
+        lock (_commits)
+        {
+            if (_commits.Count > 1)
+            {
+                _commits.Remove(commitNum);
+            }
+        }
+    }
+
+    /// <inheritdoc />
+    public void RemoveAllCommits()
+    {
+        lock (_commits)
+        {
+            _commits.Clear();
+        }
+    }
+
+    /// <inheritdoc />
+    public void OnRecovery(long commitNum)
+    {
+    }
+
+    /// <inheritdoc />
+    public void Dispose()
+    {
+        if (_ownsDevice)
+        {
+            _device.Dispose();
+        }
+    }
+
+    private static int RoundUp(int value, int multiple) => (value + multiple - 1) / multiple * multiple;
+
+    /// <summary>Reads one slot; a slot that is empty, torn or damaged yields no metadata (the other slot is then the newest commit).</summary>
+    private async Task<(long CommitNum, byte[]? Metadata)> ReadSlotAsync(int slot)
+    {
+        var buffer = Allocate(_slotSize);
+        try
+        {
+            var (error, read) = await ReadAsync(buffer, (ulong)slot * (ulong)_slotSize, (uint)_slotSize).ConfigureAwait(false);
+            if (error == DeviceErrorCodes.NotFound || read < HeaderSize)
+            {
+                return (-1, null);
+            }
+
+            if (error != 0)
+            {
+                throw new IOException($"DARQ '{_darqName}': reading commit slot {slot} from device '{_device.FileName}' failed with error code {error}.");
+            }
+
+            return ParseSlot(AsSpan(buffer, (int)Math.Min(read, (uint)_slotSize)), slot);
+        }
+        finally
+        {
+            Free(buffer);
+        }
+    }
+
+    private static unsafe IntPtr Allocate(int length) => (IntPtr)NativeMemory.AlignedAlloc((nuint)length, Alignment);
+
+    private static unsafe void Free(IntPtr buffer) => NativeMemory.AlignedFree((void*)buffer);
+
+    private static unsafe ReadOnlySpan<byte> AsSpan(IntPtr buffer, int length) => new((void*)buffer, length);
+
+    private (long CommitNum, byte[]? Metadata) ParseSlot(ReadOnlySpan<byte> slotBytes, int slot)
+    {
+        if (!slotBytes[..HeaderSize].ContainsAnyExcept((byte)0))
+        {
+            return (-1, null);
+        }
+
+        string? problem = null;
+        long commitNum = BinaryPrimitives.ReadInt64LittleEndian(slotBytes[8..]);
+        int length = BinaryPrimitives.ReadInt32LittleEndian(slotBytes[16..]);
+        if (BinaryPrimitives.ReadUInt32LittleEndian(slotBytes) != Magic
+            || BinaryPrimitives.ReadUInt64LittleEndian(slotBytes[HashedHeaderBytes..]) != XxHash64.HashToUInt64(slotBytes[..HashedHeaderBytes]))
+        {
+            problem = "bad magic or header checksum";
+        }
+        else if (BinaryPrimitives.ReadUInt16LittleEndian(slotBytes[4..]) != Version)
+        {
+            problem = $"unsupported commit record version {BinaryPrimitives.ReadUInt16LittleEndian(slotBytes[4..])}";
+        }
+        else if (length < 0 || HeaderSize + length > slotBytes.Length)
+        {
+            problem = $"metadata length {length} does not fit the slot";
+        }
+        else if (XxHash64.HashToUInt64(slotBytes.Slice(HeaderSize, length)) != BinaryPrimitives.ReadUInt64LittleEndian(slotBytes[40..]))
+        {
+            problem = "metadata checksum mismatch (a torn commit write)";
+        }
+
+        if (problem is not null)
+        {
+            DarqLog.CommitSlotInvalid(_logger, _darqName, slot, problem);
+            return (-1, null);
+        }
+
+        Debug.Assert(length <= _maxMetadataBytes || length <= slotBytes.Length - HeaderSize, "a valid record fits its slot");
+        return (commitNum, slotBytes.Slice(HeaderSize, length).ToArray());
+    }
+
+    private uint WriteBlocking(IntPtr source, ulong address, uint length)
+    {
+        using var done = new ManualResetEventSlim(false);
+        var completion = new IoCompletion(done);
+        _device.WriteAsync(source, address, length, static (error, _, context) =>
+        {
+            var state = (IoCompletion)context!;
+            state.Error = error;
+            state.Done!.Set();
+        }, completion);
+        done.Wait();
+        return completion.Error;
+    }
+
+    private Task<(uint Error, uint Read)> ReadAsync(IntPtr destination, ulong address, uint length)
+    {
+        var completion = new IoCompletion(null);
+        _device.ReadAsync(address, destination, length, static (error, bytes, context) =>
+        {
+            var state = (IoCompletion)context!;
+            state.Source.TrySetResult((error, bytes));
+        }, completion);
+        return completion.Source.Task;
+    }
+
+    private sealed class IoCompletion(ManualResetEventSlim? done)
+    {
+        public ManualResetEventSlim? Done { get; } = done;
+
+        public uint Error { get; set; }
+
+        public TaskCompletionSource<(uint, uint)> Source { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    }
+}

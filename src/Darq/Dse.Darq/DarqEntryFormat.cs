@@ -1,0 +1,147 @@
+using System.Buffers.Binary;
+using System.IO.Hashing;
+using System.Text;
+
+namespace Dse.Darq;
+
+/// <summary>The byte layout of DARQ log entries (version 1); docs/darq-format.md is the specification.</summary>
+internal static class DarqEntryFormat
+{
+    public const byte Version = 1;
+
+    /// <summary>Version, kind, flags, body length, sequence, checksum.</summary>
+    public const int HeaderSize = 24;
+
+    /// <summary>The longest destination name of an OUT message, in UTF-8 bytes.</summary>
+    public const int MaxDestinationBytes = 256;
+
+    /// <summary>IN flag: the entry carries a producer id and sequence number for deduplication.</summary>
+    public const ushort HasDedupFlag = 1;
+
+    /// <summary>FasterLog's per-entry header (the length) when entries carry no FasterLog checksum.</summary>
+    public const int FasterHeaderSize = 4;
+
+    /// <summary>Bytes an entry of <paramref name="entryLength"/> bytes advances the log: FasterLog's header plus the entry rounded up to 4 bytes.</summary>
+    public static int LogFootprint(int entryLength) => FasterHeaderSize + ((entryLength + 3) & ~3);
+
+    public static byte[] In(long sequence, ReadOnlySpan<byte> payload, long producerId, long producerSequence, bool dedup)
+    {
+        var entry = new byte[HeaderSize + 16 + payload.Length];
+        var body = entry.AsSpan(HeaderSize);
+        BinaryPrimitives.WriteInt64LittleEndian(body, dedup ? producerId : 0);
+        BinaryPrimitives.WriteInt64LittleEndian(body[8..], dedup ? producerSequence : 0);
+        payload.CopyTo(body[16..]);
+        Seal(entry, DarqEntryKind.In, dedup ? HasDedupFlag : (ushort)0, sequence);
+        return entry;
+    }
+
+    public static byte[] Self(long sequence, ReadOnlySpan<byte> payload)
+    {
+        var entry = new byte[HeaderSize + payload.Length];
+        payload.CopyTo(entry.AsSpan(HeaderSize));
+        Seal(entry, DarqEntryKind.Self, 0, sequence);
+        return entry;
+    }
+
+    public static byte[] Out(long sequence, string destination, ReadOnlySpan<byte> payload)
+    {
+        int destinationLength = Encoding.UTF8.GetByteCount(destination);
+        var entry = new byte[HeaderSize + 2 + destinationLength + payload.Length];
+        var body = entry.AsSpan(HeaderSize);
+        BinaryPrimitives.WriteUInt16LittleEndian(body, (ushort)destinationLength);
+        Encoding.UTF8.GetBytes(destination, body[2..]);
+        payload.CopyTo(body[(2 + destinationLength)..]);
+        Seal(entry, DarqEntryKind.Out, 0, sequence);
+        return entry;
+    }
+
+    public static int CompletionLength(int consumedCount) => HeaderSize + 16 + (8 * consumedCount);
+
+    public static byte[] Completion(long sequence, long incarnation, int stepEntryCount, IReadOnlyList<long> consumed)
+    {
+        var entry = new byte[CompletionLength(consumed.Count)];
+        var body = entry.AsSpan(HeaderSize);
+        BinaryPrimitives.WriteInt64LittleEndian(body, incarnation);
+        BinaryPrimitives.WriteInt32LittleEndian(body[8..], stepEntryCount);
+        BinaryPrimitives.WriteInt32LittleEndian(body[12..], consumed.Count);
+        for (int i = 0; i < consumed.Count; i++)
+        {
+            BinaryPrimitives.WriteInt64LittleEndian(body[(16 + (8 * i))..], consumed[i]);
+        }
+
+        Seal(entry, DarqEntryKind.Completion, 0, sequence);
+        return entry;
+    }
+
+    public static byte[] Register(long sequence, long incarnation)
+    {
+        var entry = new byte[HeaderSize + 8];
+        BinaryPrimitives.WriteInt64LittleEndian(entry.AsSpan(HeaderSize), incarnation);
+        Seal(entry, DarqEntryKind.Register, 0, sequence);
+        return entry;
+    }
+
+    /// <summary>Checks and decodes an entry's header; returns why it is invalid, or <see langword="null"/>.</summary>
+    public static string? TryParse(ReadOnlySpan<byte> entry, out DarqEntryKind kind, out ushort flags, out long sequence)
+    {
+        kind = default;
+        flags = 0;
+        sequence = 0;
+        if (entry.Length < HeaderSize)
+        {
+            return $"the entry has {entry.Length} bytes, fewer than the {HeaderSize}-byte header";
+        }
+
+        if (entry[0] != Version)
+        {
+            return $"unsupported entry format version {entry[0]} (this build reads version {Version})";
+        }
+
+        int bodyLength = BinaryPrimitives.ReadInt32LittleEndian(entry[4..]);
+        if (bodyLength != entry.Length - HeaderSize)
+        {
+            return $"the header gives a body of {bodyLength} bytes but the entry holds {entry.Length - HeaderSize}";
+        }
+
+        ulong stored = BinaryPrimitives.ReadUInt64LittleEndian(entry[16..]);
+        if (stored != Checksum(entry))
+        {
+            return "checksum mismatch";
+        }
+
+        kind = (DarqEntryKind)entry[1];
+        flags = BinaryPrimitives.ReadUInt16LittleEndian(entry[2..]);
+        sequence = BinaryPrimitives.ReadInt64LittleEndian(entry[8..]);
+        int minimumBody = kind switch
+        {
+            DarqEntryKind.In => 16,
+            DarqEntryKind.Self => 0,
+            DarqEntryKind.Out => 2,
+            DarqEntryKind.Completion => 16,
+            DarqEntryKind.Register => 8,
+            _ => -1,
+        };
+        if (minimumBody < 0)
+        {
+            return $"unknown entry kind {(byte)kind}";
+        }
+
+        return bodyLength < minimumBody ? $"a {kind} entry needs at least {minimumBody} body bytes, this one has {bodyLength}" : null;
+    }
+
+    public static ReadOnlySpan<byte> Body(ReadOnlySpan<byte> entry) => entry[HeaderSize..];
+
+    private static void Seal(byte[] entry, DarqEntryKind kind, ushort flags, long sequence)
+    {
+        entry[0] = Version;
+        entry[1] = (byte)kind;
+        BinaryPrimitives.WriteUInt16LittleEndian(entry.AsSpan(2), flags);
+        BinaryPrimitives.WriteInt32LittleEndian(entry.AsSpan(4), entry.Length - HeaderSize);
+        BinaryPrimitives.WriteInt64LittleEndian(entry.AsSpan(8), sequence);
+        BinaryPrimitives.WriteUInt64LittleEndian(entry.AsSpan(16), Checksum(entry));
+    }
+
+    /// <summary>XxHash64 of the body, seeded with the XxHash64 of the first 16 header bytes (everything but the checksum).</summary>
+    private static ulong Checksum(ReadOnlySpan<byte> entry)
+        => XxHash64.HashToUInt64(entry[HeaderSize..], unchecked((long)XxHash64.HashToUInt64(entry[..16])));
+}

@@ -1,0 +1,11 @@
+namespace Dse.Darq;
+
+/// <summary>The kinds of entry in a DARQ's log; docs/darq-format.md specifies each body.</summary>
+internal enum DarqEntryKind : byte
+{
+    In = 1,
+    Self = 2,
+    Out = 3,
+    Completion = 4,
+    Register = 5,
+}

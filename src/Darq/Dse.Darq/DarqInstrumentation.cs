@@ -1,0 +1,30 @@
+using System.Diagnostics.Metrics;
+
+namespace Dse.Darq;
+
+/// <summary>The DARQ meter and its instruments; every name is defined here.</summary>
+public static class DarqInstrumentation
+{
+    /// <summary>The name of the DARQ <see cref="System.Diagnostics.Metrics.Meter"/>.</summary>
+    public const string MeterName = "Dse.Darq";
+
+    internal static readonly Meter Meter = new(MeterName);
+
+    /// <summary>IN messages appended (tag <c>darq</c>).</summary>
+    internal static readonly Counter<long> Enqueues = Meter.CreateCounter<long>("dse.darq.enqueues", "{message}", "IN messages appended to the log.");
+
+    /// <summary>Enqueues acknowledged as duplicates.</summary>
+    internal static readonly Counter<long> Duplicates = Meter.CreateCounter<long>("dse.darq.enqueue.duplicates", "{message}", "Enqueues recognized as duplicates and not appended.");
+
+    /// <summary>Steps appended.</summary>
+    internal static readonly Counter<long> Steps = Meter.CreateCounter<long>("dse.darq.steps", "{step}", "Steps validated and appended.");
+
+    /// <summary>Steps refused.</summary>
+    internal static readonly Counter<long> StepsRejected = Meter.CreateCounter<long>("dse.darq.steps.rejected", "{step}", "Steps refused by validation or for a stale incarnation.");
+
+    /// <summary>Time from requesting a commit to its completion.</summary>
+    internal static readonly Histogram<double> CommitLatency = Meter.CreateHistogram<double>("dse.darq.commit.duration", "ms", "Time from requesting a log commit to its durability.");
+
+    /// <summary>Messages replayed to a newly registered processor.</summary>
+    internal static readonly Histogram<long> ReplaySize = Meter.CreateHistogram<long>("dse.darq.replay.size", "{message}", "Messages replayed to a processor at registration.");
+}

@@ -1,0 +1,35 @@
+using Microsoft.Extensions.Logging;
+
+namespace Dse.Darq;
+
+/// <summary>Source-generated log messages of DARQ; event ids are stable (4000-4099).</summary>
+internal static partial class DarqLog
+{
+    [LoggerMessage(EventId = 4001, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}' opened: commit {CommitNum}, log [{BeginAddress}, {TailAddress}), {Unconsumed} unconsumed messages, {Producers} producers, incarnation {Incarnation}.")]
+    public static partial void Opened(ILogger logger, string darq, long commitNum, long beginAddress, long tailAddress, int unconsumed, int producers, long incarnation);
+
+    [LoggerMessage(EventId = 4002, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}' registered processor incarnation {Incarnation}; replaying {SelfCount} SELF and {InCount} IN messages.")]
+    public static partial void ProcessorRegistered(ILogger logger, string darq, long incarnation, int selfCount, int inCount);
+
+    [LoggerMessage(EventId = 4003, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' refused a request from stale processor incarnation {Incarnation} (current {CurrentIncarnation}).")]
+    public static partial void StaleIncarnation(ILogger logger, string darq, long incarnation, long currentIncarnation);
+
+    [LoggerMessage(EventId = 4004, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' refused a step: LSN {Lsn} {Reason}.")]
+    public static partial void StepRejected(ILogger logger, string darq, long lsn, DarqStepRejection reason);
+
+    [LoggerMessage(EventId = 4005, Level = LogLevel.Debug,
+        Message = "DARQ '{Darq}' truncated its log before address {BeginAddress}.")]
+    public static partial void Truncated(ILogger logger, string darq, long beginAddress);
+
+    [LoggerMessage(EventId = 4006, Level = LogLevel.Error,
+        Message = "DARQ '{Darq}' background commit failed; it is retried at the next interval.")]
+    public static partial void CommitFailed(ILogger logger, Exception exception, string darq);
+
+    [LoggerMessage(EventId = 4007, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' ignores commit slot {Slot}: {Problem}.")]
+    public static partial void CommitSlotInvalid(ILogger logger, string darq, int slot, string problem);
+}

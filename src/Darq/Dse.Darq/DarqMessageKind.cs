@@ -1,0 +1,14 @@
+namespace Dse.Darq;
+
+/// <summary>The kinds of message a DARQ stores (the entry kinds a processor sees or produces).</summary>
+public enum DarqMessageKind : byte
+{
+    /// <summary>A message from a producer, to be stepped by the processor.</summary>
+    In = 1,
+
+    /// <summary>A message from the processor to its future self (state or a delta of it), replayed after a restart until consumed.</summary>
+    Self = 2,
+
+    /// <summary>A message from the processor to another DARQ, delivered exactly once (delivery is not built yet).</summary>
+    Out = 3,
+}

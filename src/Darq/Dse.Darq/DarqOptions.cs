@@ -1,0 +1,100 @@
+using FASTER.core;
+
+namespace Dse.Darq;
+
+/// <summary>Options of a <see cref="Darq"/>; validated when it opens.</summary>
+public sealed class DarqOptions
+{
+    /// <summary>The DARQ's name, used in logs, metrics and error messages. Default <c>"darq"</c>.</summary>
+    public string Name { get; set; } = "darq";
+
+    /// <summary>The device holding the DARQ's FasterLog (any device of Dse.Storage). Required.</summary>
+    public IDevice? LogDevice { get; set; }
+
+    /// <summary>
+    /// The device holding the commit records (FasterLog's commit metadata with the DARQ's cookie); it must not be
+    /// the log device. Required.
+    /// </summary>
+    public IDevice? CommitDevice { get; set; }
+
+    /// <summary>Whether disposing the DARQ disposes both devices. Default <see langword="true"/>.</summary>
+    public bool OwnsDevices { get; set; } = true;
+
+    /// <summary>FasterLog page size in bytes; a step (all its entries) must fit on one page. Default 1 MiB; a power of two, 4 KiB or more.</summary>
+    public long PageSize { get; set; } = 1L << 20;
+
+    /// <summary>Memory for the in-memory part of the log in bytes. Default 8 MiB; a power of two, at least two pages.</summary>
+    public long MemorySize { get; set; } = 1L << 23;
+
+    /// <summary>Size of a log segment (file or blob) in bytes; truncation frees whole segments. Default 64 MiB; a power of two, at least one page.</summary>
+    public long SegmentSize { get; set; } = 1L << 26;
+
+    /// <summary>The largest message payload in bytes (IN, SELF or OUT). Default 256 KiB; at most a quarter of <see cref="PageSize"/>.</summary>
+    public int MaxMessageSize { get; set; } = 256 * 1024;
+
+    /// <summary>
+    /// The most producers the deduplication table holds; an enqueue from one more producer id is refused. It sizes the
+    /// commit records. Default 65,536; between 1 and 4,194,304.
+    /// </summary>
+    public int MaxProducers { get; set; } = 65_536;
+
+    /// <summary>
+    /// Group commit interval: how often the log is committed in the background. Default 5 ms. <see cref="Timeout.InfiniteTimeSpan"/>
+    /// turns background commits off (commit with <see cref="Darq.CommitAsync"/>).
+    /// </summary>
+    public TimeSpan CommitInterval { get; set; } = TimeSpan.FromMilliseconds(5);
+
+    /// <summary>Whether each background commit first truncates the completed prefix of the log. Default <see langword="true"/>.</summary>
+    public bool AutoTruncate { get; set; } = true;
+
+    /// <summary>The clock of the background commit loop. Default <see cref="TimeProvider.System"/>.</summary>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
+    internal void Validate()
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(Name);
+        if (LogDevice is null)
+        {
+            throw new ArgumentException("DarqOptions.LogDevice is required.", nameof(LogDevice));
+        }
+
+        if (CommitDevice is null)
+        {
+            throw new ArgumentException("DarqOptions.CommitDevice is required.", nameof(CommitDevice));
+        }
+
+        if (ReferenceEquals(LogDevice, CommitDevice))
+        {
+            throw new ArgumentException("The commit device must be a different device from the log device.", nameof(CommitDevice));
+        }
+
+        RequirePowerOfTwo(PageSize, 4096, nameof(PageSize));
+        RequirePowerOfTwo(MemorySize, 2 * PageSize, nameof(MemorySize));
+        RequirePowerOfTwo(SegmentSize, PageSize, nameof(SegmentSize));
+        if (MaxMessageSize < 1 || MaxMessageSize > PageSize / 4)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxMessageSize), MaxMessageSize,
+                $"The largest message must be between 1 byte and a quarter of the page size ({PageSize / 4} bytes).");
+        }
+
+        if (MaxProducers is < 1 or > 4_194_304)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxProducers), MaxProducers, "The producer limit must be between 1 and 4,194,304.");
+        }
+
+        if (CommitInterval != Timeout.InfiniteTimeSpan && CommitInterval <= TimeSpan.Zero)
+        {
+            throw new ArgumentOutOfRangeException(nameof(CommitInterval), CommitInterval, "The commit interval must be positive or Timeout.InfiniteTimeSpan.");
+        }
+
+        ArgumentNullException.ThrowIfNull(TimeProvider);
+    }
+
+    private static void RequirePowerOfTwo(long value, long minimum, string name)
+    {
+        if (value < minimum || !long.IsPow2(value))
+        {
+            throw new ArgumentOutOfRangeException(name, value, $"{name} must be a power of two of at least {minimum} bytes.");
+        }
+    }
+}

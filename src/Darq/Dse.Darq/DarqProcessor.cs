@@ -1,0 +1,49 @@
+using System.Threading.Channels;
+
+namespace Dse.Darq;
+
+/// <summary>
+/// A registered, co-located processor of a <see cref="Darq"/>: its incarnation, the stream of messages to step (replay
+/// first, then live IN traffic) and its step entry point. A newer registration completes this stream with a
+/// <see cref="DarqStaleIncarnationException"/>, and steps from this processor are refused from then on.
+/// </summary>
+public sealed class DarqProcessor
+{
+    private readonly Darq _darq;
+    private readonly Channel<DarqMessage> _messages =
+        Channel.CreateUnbounded<DarqMessage>(new UnboundedChannelOptions { SingleReader = true, SingleWriter = false });
+
+    internal DarqProcessor(Darq darq, long incarnation, int replayCount)
+    {
+        _darq = darq;
+        Incarnation = incarnation;
+        ReplayCount = replayCount;
+    }
+
+    /// <summary>The persisted incarnation number this registration received.</summary>
+    public long Incarnation { get; }
+
+    /// <summary>How many messages the replay at registration holds (SELF first, then IN); they come before any live message.</summary>
+    public int ReplayCount { get; }
+
+    /// <summary>The messages to step; each says whether it is replay or live traffic.</summary>
+    public ChannelReader<DarqMessage> Messages => _messages.Reader;
+
+    /// <summary>Streams the messages to step until the DARQ closes or a newer processor registers.</summary>
+    /// <param name="cancellationToken">Stops the enumeration.</param>
+    public IAsyncEnumerable<DarqMessage> ReadAllAsync(CancellationToken cancellationToken = default) => _messages.Reader.ReadAllAsync(cancellationToken);
+
+    /// <summary>Steps under this processor's incarnation; see <see cref="Darq.StepAsync"/>.</summary>
+    /// <param name="step">The step.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
+    public ValueTask<DarqStepResult> StepAsync(DarqStep step, CancellationToken cancellationToken = default)
+        => _darq.StepAsync(Incarnation, step, cancellationToken);
+
+    /// <summary>Called under the DARQ's gate, in log order.</summary>
+    internal void Deliver(DarqMessage message) => _messages.Writer.TryWrite(message);
+
+    internal void Supersede(string darqName, long newIncarnation)
+        => _messages.Writer.TryComplete(new DarqStaleIncarnationException(darqName, Incarnation, newIncarnation));
+
+    internal void Close() => _messages.Writer.TryComplete();
+}

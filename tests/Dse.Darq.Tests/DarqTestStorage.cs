@@ -1,0 +1,86 @@
+using System.Buffers.Binary;
+using Dse.Storage;
+using FASTER.core;
+
+namespace Dse.Darq.Tests;
+
+/// <summary>In-memory storage for one DARQ (log and commit devices) that outlives DARQ instances, with crash cuts.</summary>
+internal sealed class DarqTestStorage
+{
+    public const long PageSize = 1 << 16;
+    public const long SegmentSize = 1 << 17;
+
+    public InMemoryStorage Log { get; } = new();
+
+    public InMemoryStorage Commits { get; } = new();
+
+    public FaultInjectingDevice? LogFaults { get; private set; }
+
+    public FaultInjectingDevice? CommitFaults { get; private set; }
+
+    public static DarqOptions Options(IDevice log, IDevice commit) => new()
+    {
+        Name = "test",
+        LogDevice = log,
+        CommitDevice = commit,
+        PageSize = PageSize,
+        MemorySize = 4 * PageSize,
+        SegmentSize = SegmentSize,
+        MaxMessageSize = (int)(PageSize / 4),
+        MaxProducers = 16,
+        CommitInterval = Timeout.InfiniteTimeSpan,
+    };
+
+    public Task<Darq> OpenAsync(Action<DarqOptions>? configure = null)
+    {
+        LogFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(Log));
+        CommitFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(Commits));
+        var options = Options(LogFaults, CommitFaults);
+        configure?.Invoke(options);
+        return Darq.OpenAsync(options);
+    }
+
+    /// <summary>A crash: from now on nothing either device is asked to write reaches storage.</summary>
+    public void CrashNow()
+    {
+        LogFaults!.CutNow();
+        CommitFaults!.CutNow();
+    }
+
+    /// <summary>Flips one byte of the log at a log address.</summary>
+    public void CorruptLog(long address)
+    {
+        int segment = (int)(address / SegmentSize);
+        long offset = address % SegmentSize;
+        var one = new byte[1];
+        Assert.True(Log.TryRead(segment, offset, one));
+        one[0] ^= 0xFF;
+        Log.Write(segment, offset, one);
+    }
+
+    /// <summary>Damages the commit slot holding the newest commit (as a torn commit write would).</summary>
+    public void TearNewestCommit()
+    {
+        const int slotSize = 8192; // 64-byte header + metadata for 16 producers + 4 KiB, rounded to 4 KiB
+        long newest = -1;
+        int newestSlot = -1;
+        for (int slot = 0; slot < 2; slot++)
+        {
+            var header = new byte[64];
+            if (Commits.TryRead(0, slot * slotSize, header) && BinaryPrimitives.ReadUInt32LittleEndian(header) != 0)
+            {
+                long number = BinaryPrimitives.ReadInt64LittleEndian(header.AsSpan(8));
+                if (number > newest)
+                {
+                    (newest, newestSlot) = (number, slot);
+                }
+            }
+        }
+
+        Assert.True(newestSlot >= 0, "no commit slot holds a commit");
+        var metadataByte = new byte[1];
+        Commits.TryRead(0, (newestSlot * slotSize) + 64 + 8, metadataByte);
+        metadataByte[0] ^= 0xFF;
+        Commits.Write(0, (newestSlot * slotSize) + 64 + 8, metadataByte);
+    }
+}
