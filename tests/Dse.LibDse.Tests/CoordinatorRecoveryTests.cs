@@ -340,6 +340,92 @@ public class CoordinatorRecoveryTests
         Assert.Equal(0, a.WorldLine);
     }
 
+    [Fact]
+    public async Task BackgroundLoops_SurviveCoordinatorCallsThatTimeOutAsCancellations()
+    {
+        var inner = new ClusterCoordinator();
+        var flaky = new TimingOutCoordinator(inner);
+        await using var a = MemoryStateObject.Create(1, background: true);
+        await a.ConnectAsync(flaky);
+
+        // Calls that outlive their deadline surface as cancellations the loops did not ask for: an outage, not a stop.
+        flaky.Failing = true;
+        Assert.True(a.TryStartLocalAction());
+        a.Record(1);
+        a.EndAction();
+        await flaky.SeenFailures.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        flaky.Failing = false;
+
+        while (true)
+        {
+            var next = a.NextChange;
+            if (a.CommittedVersion >= 1)
+            {
+                break;
+            }
+
+            await next.WaitAsync(TimeSpan.FromSeconds(30));
+        }
+
+        Assert.Null(a.Fault);
+    }
+
+    /// <summary>A coordinator whose calls, while failing, end like a timed-out gRPC call on a channel that throws cancellations.</summary>
+    private sealed class TimingOutCoordinator(ClusterCoordinator inner) : IDseCoordinator
+    {
+        private int _failures;
+
+        public volatile bool Failing;
+
+        public TaskCompletionSource SeenFailures { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default) => inner.ConnectAsync(request, cancellationToken);
+
+        public ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default) =>
+            Fail() ?? inner.ReportPersistedAsync(objectId, report, cancellationToken);
+
+        public ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default) => inner.AcknowledgeRollbackAsync(objectId, worldLine, keptThrough, cancellationToken);
+
+        public ValueTask<ClusterState> ResyncAsync(ResyncRequest request, CancellationToken cancellationToken = default) => inner.ResyncAsync(request, cancellationToken);
+
+        public async ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default)
+        {
+            if (Fail() is { } failed)
+            {
+                await failed;
+            }
+
+            await inner.HeartbeatAsync(objectId, cancellationToken);
+        }
+
+        public ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default) => inner.GetStateAsync(cancellationToken);
+
+        public async ValueTask<ClusterState> WaitForChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
+        {
+            if (Fail() is { } failed)
+            {
+                await failed;
+            }
+
+            return await inner.WaitForChangeAsync(knownEpoch, cancellationToken);
+        }
+
+        private ValueTask<ReportOutcome>? Fail()
+        {
+            if (!Failing)
+            {
+                return null;
+            }
+
+            if (Interlocked.Increment(ref _failures) >= 5)
+            {
+                SeenFailures.TrySetResult();
+            }
+
+            return ValueTask.FromException<ReportOutcome>(new TaskCanceledException("the call's deadline passed"));
+        }
+    }
+
     /// <summary>A journal that survives coordinator instances and can fail its next append.</summary>
     private sealed class ListJournal : IClusterJournal
     {

@@ -448,15 +448,20 @@ public abstract partial class StateObject
 
             try
             {
+                // Persisting goes on during a coordinator outage (speculation needs no coordinator); the calls back off.
                 await AdvanceCoreAsync(0, AdvanceReason.Periodic, cancellationToken).ConfigureAwait(false);
-                await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
-                await HeartbeatIfDueAsync(cancellationToken).ConfigureAwait(false);
+                if (!InOutageBackoff())
+                {
+                    await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+                    await HeartbeatIfDueAsync(cancellationToken).ConfigureAwait(false);
+                    NoteCoordinatorReachable();
+                }
             }
-            catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
+            catch (Exception ex) when (IsOutage(ex, cancellationToken) && Volatile.Read(ref _fault) is null)
             {
                 LogCoordinatorUnavailable(ex);
             }
-            catch (Exception ex) when (ex is not OperationCanceledException)
+            catch (Exception ex) when (IsOutage(ex, cancellationToken))
             {
                 return;
             }
@@ -470,17 +475,26 @@ public abstract partial class StateObject
             try
             {
                 var state = await _coordinator!.WaitForChangeAsync(ClusterView.Epoch, cancellationToken).ConfigureAwait(false);
+                NoteCoordinatorReachable();
                 await ApplyClusterStateAsync(state, cancellationToken).ConfigureAwait(false);
             }
-            catch (Exception ex) when (ex is not OperationCanceledException && Volatile.Read(ref _fault) is null)
+            catch (Exception ex) when (IsOutage(ex, cancellationToken) && Volatile.Read(ref _fault) is null)
             {
-                LogCoordinatorUnavailable(ex);
-                await Task.Delay(_options.GroupCommitPeriod, _options.TimeProvider, cancellationToken).ConfigureAwait(false);
+                var delay = LogCoordinatorUnavailable(ex);
+                await Task.Delay(delay, _options.TimeProvider, cancellationToken).ConfigureAwait(false);
             }
-            catch (Exception ex) when (ex is not OperationCanceledException)
+            catch (Exception ex) when (IsOutage(ex, cancellationToken))
             {
                 return;
             }
         }
     }
+
+    /// <summary>
+    /// Whether a background loop should treat <paramref name="exception"/> as a failed attempt rather than its own stop:
+    /// anything but a cancellation of <paramref name="cancellationToken"/> (a timed-out call may surface as a
+    /// cancellation too).
+    /// </summary>
+    private static bool IsOutage(Exception exception, CancellationToken cancellationToken) =>
+        exception is not OperationCanceledException || !cancellationToken.IsCancellationRequested;
 }

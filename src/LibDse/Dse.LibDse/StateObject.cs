@@ -53,7 +53,10 @@ public abstract partial class StateObject : IAsyncDisposable
     private long _lastAdvanceTimestamp;
     private long _lastHeartbeatTimestamp;
     private long _lastUnavailableLog;
+    private long _outageRetryAt;
+    private int _outageFailures;
     private static readonly TimeSpan UnavailableLogInterval = TimeSpan.FromSeconds(5);
+    private static readonly TimeSpan MaxOutageBackoff = TimeSpan.FromSeconds(1);
 
     // The coordinator incarnation this object last handed its durable fragments to (at connect or by a resync).
     // Guarded by _reporting after connect.
@@ -587,6 +590,12 @@ public abstract partial class StateObject : IAsyncDisposable
             record.Durable = true;
         }
 
+        // During a coordinator outage the background loop retries on its backoff; one call per persist would only spin.
+        if (_options.RunBackgroundTasks && InOutageBackoff())
+        {
+            return;
+        }
+
         var flush = FlushReportsAsync(CancellationToken.None);
         if (!flush.IsCompletedSuccessfully)
         {
@@ -594,8 +603,38 @@ public abstract partial class StateObject : IAsyncDisposable
         }
     }
 
-    /// <summary>Logs a coordinator outage as a warning at most every 5 s; the repeats in between go to debug.</summary>
-    private void LogCoordinatorUnavailable(Exception exception)
+    /// <summary>Whether a coordinator outage was seen and its backoff has not passed yet (background retries wait).</summary>
+    private bool InOutageBackoff()
+    {
+        long retryAt = Volatile.Read(ref _outageRetryAt);
+        return retryAt != 0 && _options.TimeProvider.GetTimestamp() < retryAt;
+    }
+
+    /// <summary>The coordinator answered: background calls go back to their normal pace.</summary>
+    private void NoteCoordinatorReachable()
+    {
+        if (Volatile.Read(ref _outageRetryAt) != 0)
+        {
+            Volatile.Write(ref _outageFailures, 0);
+            Volatile.Write(ref _outageRetryAt, 0);
+        }
+    }
+
+    /// <summary>
+    /// Records a failed coordinator call: background retries back off from the group-commit period, doubling up to
+    /// 1 s. Logs the outage as a warning at most every 5 s; the repeats in between go to debug.
+    /// </summary>
+    private TimeSpan LogCoordinatorUnavailable(Exception exception)
+    {
+        var time = _options.TimeProvider;
+        int failures = Math.Min(Interlocked.Increment(ref _outageFailures), 16);
+        var delay = TimeSpan.FromTicks(Math.Min(_options.GroupCommitPeriod.Ticks << Math.Min(failures - 1, 10), MaxOutageBackoff.Ticks));
+        Volatile.Write(ref _outageRetryAt, time.GetTimestamp() + Math.Max(1, (long)(delay.TotalSeconds * time.TimestampFrequency)));
+        LogOutage(exception);
+        return delay;
+    }
+
+    private void LogOutage(Exception exception)
     {
         var time = _options.TimeProvider;
         long now = time.GetTimestamp();
