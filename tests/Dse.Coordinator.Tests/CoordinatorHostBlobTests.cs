@@ -9,7 +9,8 @@ namespace Dse.Coordinator.Tests;
 
 /// <summary>
 /// The host executable over an Azure append blob (Azurite): a second host takes the log over, the first one's next
-/// cluster change is fenced, and its health turns Unhealthy while the newcomer recovers the cluster.
+/// cluster change is fenced, and it exits with code 5 (or, with <c>--exit-on-fault off</c>, stays up reporting
+/// Unhealthy) while the newcomer recovers the cluster.
 /// </summary>
 [Collection(AzuriteCollection.Name)]
 [Trait("Category", "Azure")]
@@ -22,7 +23,7 @@ public sealed partial class CoordinatorHostBlobTests(AzuriteFixture azurite)
         var environment = new Dictionary<string, string> { ["DSE_BLOB_CONNECTION_STRING"] = azurite.ConnectionString };
         string log = $"blob:host-{Guid.NewGuid():N}/coordinator.log";
 
-        await using var first = HostProcess.Start(environment, "--port", "0", "--log", log);
+        await using var first = HostProcess.Start(environment, "--port", "0", "--log", log, "--exit-on-fault", "off");
         var firstAddress = await AddressAsync(first);
         using var firstClient = new GrpcCoordinatorClient(firstAddress);
         await firstClient.ConnectAsync(new ConnectRequest(1, []));
@@ -47,6 +48,26 @@ public sealed partial class CoordinatorHostBlobTests(AzuriteFixture azurite)
         var recovered = await secondClient.ResyncAsync(new ResyncRequest(1, 0, [], new Dictionary<long, long>()));
         Assert.False(recovered.IsRecovering);
         Assert.Equal("Healthy", (await HealthzAsync(secondAddress)).Body.GetProperty("status").GetString());
+    }
+
+    [Fact]
+    public async Task Host_BlobLogTakenOverBySecondHost_FirstExitsWithCode5()
+    {
+        var environment = new Dictionary<string, string> { ["DSE_BLOB_CONNECTION_STRING"] = azurite.ConnectionString };
+        string log = $"blob:host-{Guid.NewGuid():N}/coordinator.log";
+
+        // --exit-on-fault is on by default.
+        await using var first = HostProcess.Start(environment, "--port", "0", "--log", log);
+        using var firstClient = new GrpcCoordinatorClient(await AddressAsync(first));
+        await firstClient.ConnectAsync(new ConnectRequest(1, []));
+        await using var second = HostProcess.Start(environment, "--port", "0", "--log", log);
+        await AddressAsync(second);
+
+        var fenced = await Assert.ThrowsAsync<DseCoordinatorException>(() => firstClient.ConnectAsync(new ConnectRequest(2, [])).AsTask());
+
+        Assert.Equal(CoordinatorErrorCode.Unavailable, fenced.Code);
+        Assert.Equal(5, await first.WaitForExitAsync());
+        Assert.Contains("the coordinator stopped serving", await first.StandardErrorAsync(), StringComparison.Ordinal);
     }
 
     private static async Task<Uri> AddressAsync(HostProcess host)

@@ -59,6 +59,89 @@ public sealed partial class CoordinatorHostProcessTests : IAsyncLifetime
         }
     }
 
+    [Fact]
+    public async Task Remove_RunningHost_RemovesOnceThenReportsRemovedAlready()
+    {
+        await using var host = HostProcess.Start("--port", "0", "--log", $"file:{_log.Path}");
+        var address = new Uri(ListeningLine().Match(await host.ReadLineAsync()).Groups["address"].Value);
+        using (var client = new GrpcCoordinatorClient(address))
+        {
+            await client.ConnectAsync(new ConnectRequest(1, []));
+            await client.ConnectAsync(new ConnectRequest(2, []));
+        }
+
+        await using (var removed = HostProcess.Start("remove", "--coordinator", address.ToString(), "--id", "2"))
+        {
+            Assert.Equal(0, await removed.WaitForExitAsync());
+            Assert.StartsWith("Participant 2 removed from the cluster", await removed.ReadLineAsync(), StringComparison.Ordinal);
+        }
+
+        await using (var again = HostProcess.Start("remove", "--coordinator", address.ToString(), "--id", "2"))
+        {
+            Assert.Equal(1, await again.WaitForExitAsync());
+            Assert.StartsWith("Participant 2 was removed already", await again.ReadLineAsync(), StringComparison.Ordinal);
+        }
+
+        await using (var unknown = HostProcess.Start("remove", "--coordinator", address.ToString(), "--id", "9"))
+        {
+            Assert.Equal(4, await unknown.WaitForExitAsync());
+            Assert.Contains("UnknownParticipant", await unknown.StandardErrorAsync(), StringComparison.Ordinal);
+        }
+
+        using (var client = new GrpcCoordinatorClient(address))
+        {
+            var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => client.HeartbeatAsync(2).AsTask());
+            Assert.Equal(CoordinatorErrorCode.Removed, error.Code);
+        }
+    }
+
+    [Fact]
+    public async Task Remove_NothingListening_ExitCode4()
+    {
+        using var crashed = RawTcpServer.Resetting();
+        await using var remove = HostProcess.Start("remove", "--coordinator", crashed.Address.ToString(), "--id", "1");
+
+        Assert.Equal(4, await remove.WaitForExitAsync());
+        Assert.Contains("unreachable", await remove.StandardErrorAsync(), StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("remove --id 1", "--coordinator is required")]
+    [InlineData("remove --coordinator http://127.0.0.1:1 --id -1", "--id must be a participant id")]
+    [InlineData("remove --coordinator ftp://x --id 1", "--coordinator must be an http or https URL")]
+    public async Task Remove_BadArguments_ExitCode2NamingTheArgument(string arguments, string message)
+    {
+        await using var remove = HostProcess.Start(arguments.Split(' '));
+
+        Assert.Equal(2, await remove.WaitForExitAsync());
+        Assert.Contains(message, await remove.StandardErrorAsync(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Host_WildcardBind_AnnouncesLoopback()
+    {
+        await using var host = HostProcess.Start("--port", "0", "--bind", "0.0.0.0", "--log", $"file:{_log.Path}");
+
+        var listening = ListeningLine().Match(await host.ReadLineAsync());
+
+        Assert.True(listening.Success, "A wildcard bind is announced as 127.0.0.1, an address clients can call.");
+        using var client = new GrpcCoordinatorClient(new Uri(listening.Groups["address"].Value));
+        Assert.Equal(1, (await client.GetStateAsync()).Incarnation);
+    }
+
+    [Fact]
+    public async Task Host_StrayConnectionString_NotEchoed()
+    {
+        const string Secret = "c2VjcmV0LWtleQ==";
+        await using var host = HostProcess.Start("--port", "0", "--log", "file:x", $"DefaultEndpointsProtocol=https;AccountName=a;AccountKey={Secret}");
+
+        Assert.Equal(2, await host.WaitForExitAsync());
+        string error = await host.StandardErrorAsync();
+        Assert.Contains("not shown: it may contain a secret", error, StringComparison.Ordinal);
+        Assert.DoesNotContain(Secret, error, StringComparison.Ordinal);
+        Assert.DoesNotContain("AccountKey", error, StringComparison.Ordinal);
+    }
+
     [Theory]
     [InlineData("--port abc --log file:x", "--port must be a whole number")]
     [InlineData("--port 0", "--log is required")]
@@ -66,6 +149,9 @@ public sealed partial class CoordinatorHostProcessTests : IAsyncLifetime
     [InlineData("--port 0 --log blob:container/blob", "needs a connection string")]
     [InlineData("--port 0 --log file:x --heartbeat-timeout 5ms", "--heartbeat-timeout")]
     [InlineData("--port 0 --log file:x --frobnicate 1", "Unknown option '--frobnicate'")]
+    [InlineData("--port 0 --log file:x --max-message-size 12XB", "--max-message-size must be a size")]
+    [InlineData("--port 0 --log file:x --max-message-size 100", "--max-message-size: ")]
+    [InlineData("--port 0 --log file:x --exit-on-fault maybe", "--exit-on-fault must be on or off")]
     public async Task Host_BadArguments_ExitCode2NamingTheArgument(string arguments, string message)
     {
         await using var host = HostProcess.Start(arguments.Split(' '));

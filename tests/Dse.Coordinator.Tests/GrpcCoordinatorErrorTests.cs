@@ -1,9 +1,8 @@
-using System.Net;
-using System.Net.Sockets;
 using Dse.Coordinator.Client;
 using Dse.Coordinator.Tests.Infrastructure;
 using Google.Protobuf;
 using Grpc.Core;
+using Grpc.Net.Client;
 using Wire = Dse.Coordinator.Grpc;
 
 namespace Dse.Coordinator.Tests;
@@ -115,24 +114,114 @@ public sealed class GrpcCoordinatorErrorTests
     }
 
     [Fact]
-    public async Task TransportFailure_NothingListening_Unavailable()
+    public async Task TransportFailure_ConnectionReset_Unavailable()
     {
-        // A port that was free a moment ago; nothing listens on it now.
-        int port;
-        using (var probe = new TcpListener(IPAddress.Loopback, 0))
-        {
-            probe.Start();
-            port = ((IPEndPoint)probe.LocalEndpoint).Port;
-        }
-
-        using var client = new GrpcCoordinatorClient(new Uri($"http://127.0.0.1:{port}"));
+        // A listener that resets every connection holds its port for the whole test, unlike a port released to probe
+        // for "nothing listening", which another process could take meanwhile.
+        using var crashed = RawTcpServer.Resetting();
+        using var client = new GrpcCoordinatorClient(crashed.Address);
 
         var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => client.GetStateAsync().AsTask());
 
         Assert.Equal(CoordinatorErrorCode.Unavailable, error.Code);
         var rpc = Assert.IsType<RpcException>(error.InnerException);
         Assert.Equal(StatusCode.Unavailable, rpc.StatusCode);
-        Assert.Contains($"127.0.0.1:{port}", error.Message, StringComparison.Ordinal);
+        Assert.Contains(crashed.Address.Authority, error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task DeadlinePassed_SilentCoordinator_UnavailableNotOperationCanceled()
+    {
+        // Accepts the connection and never answers, like a paused or overloaded coordinator: only the deadline ends
+        // the calls, and a passed deadline is an outage the runtime retries.
+        using var silent = RawTcpServer.Silent();
+        using var client = new GrpcCoordinatorClient(silent.Address, new GrpcCoordinatorClientOptions
+        {
+            CallTimeout = TimeSpan.FromMilliseconds(200),
+            LongPollWait = TimeSpan.FromMilliseconds(200),
+        });
+
+        var heartbeat = await Assert.ThrowsAsync<DseCoordinatorException>(() => client.HeartbeatAsync(1).AsTask());
+        var poll = await Assert.ThrowsAsync<DseCoordinatorException>(() => client.WaitForChangeAsync(0).AsTask());
+
+        foreach (var error in new[] { heartbeat, poll })
+        {
+            Assert.Equal(CoordinatorErrorCode.Unavailable, error.Code);
+            Assert.Equal(StatusCode.DeadlineExceeded, Assert.IsType<RpcException>(error.InnerException).StatusCode);
+        }
+    }
+
+    [Fact]
+    public async Task DeadlinePassed_CallerChannelThrowingOperationCanceled_Unavailable()
+    {
+        // A caller-owned channel with ThrowOperationCanceledOnCancellation reports the deadline as an
+        // OperationCanceledException; the caller's token was not cancelled, so it is still an outage.
+        using var silent = RawTcpServer.Silent();
+        using var channel = GrpcChannel.ForAddress(silent.Address, new GrpcChannelOptions { ThrowOperationCanceledOnCancellation = true });
+        using var client = new GrpcCoordinatorClient(channel, new GrpcCoordinatorClientOptions { CallTimeout = TimeSpan.FromMilliseconds(200) });
+
+        var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => client.HeartbeatAsync(1).AsTask());
+
+        Assert.Equal(CoordinatorErrorCode.Unavailable, error.Code);
+        Assert.IsAssignableFrom<OperationCanceledException>(error.InnerException);
+    }
+
+    [Fact]
+    public async Task CallerCancels_SilentCoordinator_OperationCanceled()
+    {
+        using var silent = RawTcpServer.Silent();
+        using var client = new GrpcCoordinatorClient(silent.Address, new GrpcCoordinatorClientOptions { CallTimeout = TimeSpan.FromMinutes(10) });
+        using var cancel = new CancellationTokenSource();
+
+        var heartbeat = client.HeartbeatAsync(1, cancel.Token).AsTask();
+        await silent.FirstAccepted;
+        await cancel.CancelAsync();
+
+        var error = await Assert.ThrowsAnyAsync<OperationCanceledException>(() => heartbeat);
+        Assert.Equal(cancel.Token, error.CancellationToken);
+    }
+
+    [Fact]
+    public async Task MessageOverTheServerLimit_InvalidRequestNamingTheLimitAndNothingChanges()
+    {
+        await using var server = await StartAsync(o => o.MaxMessageSize = 16 * 1024);
+        var before = server.Coordinator.State;
+
+        // About 40 KB: 2,000 versions of about 20 bytes each.
+        var listing = new ConnectRequest(1, [.. Enumerable.Range(1, 2_000).Select(v => new VersionReport(v, 0, [new Dependency(2, 1_000_000 + v)]))]);
+        var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => server.CreateClient().ConnectAsync(listing).AsTask());
+
+        Assert.Equal(CoordinatorErrorCode.InvalidRequest, error.Code);
+        Assert.Equal(StatusCode.ResourceExhausted, Assert.IsType<RpcException>(error.InnerException).StatusCode);
+        Assert.Contains("--max-message-size", error.Message, StringComparison.Ordinal);
+        Assert.Contains("GrpcCoordinatorClientOptions.MaxMessageSize", error.Message, StringComparison.Ordinal);
+        await AssertUnchangedAsync(server, before);
+    }
+
+    [Fact]
+    public async Task MessageOverTheClientLimit_InvalidRequestNamingTheLimit()
+    {
+        await using var server = await StartAsync();
+        var before = server.Coordinator.State;
+        var client = server.CreateClient(new GrpcCoordinatorClientOptions { MaxMessageSize = 16 * 1024 });
+
+        var listing = new ConnectRequest(1, [.. Enumerable.Range(1, 2_000).Select(v => new VersionReport(v, 0, [new Dependency(2, 1_000_000 + v)]))]);
+        var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => client.ConnectAsync(listing).AsTask());
+
+        Assert.Equal(CoordinatorErrorCode.InvalidRequest, error.Code);
+        Assert.Contains("MaxMessageSize (16384 bytes)", error.Message, StringComparison.Ordinal);
+        await AssertUnchangedAsync(server, before);
+    }
+
+    [Fact]
+    public async Task RemoveParticipant_UnknownId_UnknownParticipantNotFound()
+    {
+        await using var server = await StartAsync();
+        var expected = await Assert.ThrowsAsync<DseCoordinatorException>(() => server.Coordinator.RemoveParticipantAsync(42));
+
+        var error = await RefusedAsync(server, c => c.RemoveParticipantAsync(42), CoordinatorErrorCode.UnknownParticipant, StatusCode.NotFound);
+
+        Assert.Equal(expected.Message, error.Message);
     }
 
     [Theory]
@@ -140,6 +229,7 @@ public sealed class GrpcCoordinatorErrorTests
     [InlineData("ReportPersisted")]
     [InlineData("Resync")]
     [InlineData("WaitForChange")]
+    [InlineData("RemoveParticipant")]
     public async Task GarbledBytes_AnyMethod_InvalidArgumentAndNothingChanges(string method)
     {
         await using var server = await StartAsync();
@@ -182,6 +272,8 @@ public sealed class GrpcCoordinatorErrorTests
         { "AcknowledgeRollback", new Wire.AcknowledgeRollbackRequest { ObjectId = 1, WorldLine = 1, KeptThrough = -1 }.ToByteArray(), "AcknowledgeRollbackRequest.kept_through is -1; versions are non-negative." },
         { "Heartbeat", new Wire.HeartbeatRequest { ObjectId = -9 }.ToByteArray(), "HeartbeatRequest.object_id is -9; participant ids are non-negative." },
         { "WaitForChange", new Wire.WaitForChangeRequest { KnownEpoch = -1 }.ToByteArray(), "WaitForChangeRequest.known_epoch is -1; epochs are non-negative." },
+        { "RemoveParticipant", new Wire.RemoveParticipantRequest { ObjectId = -4 }.ToByteArray(), "RemoveParticipantRequest.object_id is -4; participant ids are non-negative." },
+        { "Resync", new Wire.ResyncRequest { ObjectId = 1, WorldLine = -1 }.ToByteArray(), "ResyncRequest.world_line is -1; world-lines are non-negative." },
         {
             "WaitForChange",
             new Wire.WaitForChangeRequest { MaxWait = new Google.Protobuf.WellKnownTypes.Duration { Seconds = -1 } }.ToByteArray(),

@@ -167,4 +167,93 @@ public sealed class GrpcCoordinatorRoundTripTests
 
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => waiting);
     }
+
+    [Fact]
+    public async Task ResyncAsync_ListingOverGrpcDefault4MB_ServedUnderTheDefaultLimit()
+    {
+        var store = new InMemoryCoordinatorLogStore();
+        await using (var first = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store)))
+        {
+            await first.CreateClient().ConnectAsync(new ConnectRequest(1, []));
+        }
+
+        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store));
+        var client = server.CreateClient();
+
+        // A long outage's backlog: 64,000 durable versions with a 16-peer fragment each, about 8 MB on the wire.
+        var fragment = Enumerable.Range(100, 16).Select(i => new Dependency(i, 1_000_000 + i)).ToArray();
+        var versions = Enumerable.Range(1, 64_000).Select(v => new VersionReport(v, 0, fragment)).ToArray();
+        var request = new ResyncRequest(1, 0, versions, new Dictionary<long, long>());
+        Assert.True(WireSize(request) > 8 * 1024 * 1024, $"The resync is {WireSize(request)} bytes on the wire, not over 8 MB.");
+
+        var state = await client.ResyncAsync(request);
+
+        Assert.False(state.IsRecovering);
+        StateAssert.Same(server.Coordinator.State, state);
+    }
+
+    [Fact]
+    public async Task RemoveParticipantAsync_ParticipantGoneDuringRecovery_EndsRecoveryWithoutIt()
+    {
+        var store = new InMemoryCoordinatorLogStore();
+        await using (var first = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store)))
+        {
+            var client = first.CreateClient();
+            await client.ConnectAsync(new ConnectRequest(1, []));
+            await client.ConnectAsync(new ConnectRequest(2, []));
+        }
+
+        using var removedLog = new SignalingLoggerProvider(awaitedEventId: 3206);
+        await using var second = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), logs: removedLog);
+        var admin = second.CreateClient();
+        var afterResync = await admin.ResyncAsync(new ResyncRequest(1, 0, [], new Dictionary<long, long>()));
+        Assert.True(afterResync.IsRecovering, "Participant 2 has not answered: recovery waits for it.");
+
+        Assert.True(await admin.RemoveParticipantAsync(2));
+        await removedLog.WaitAsync();
+
+        var state = await admin.GetStateAsync();
+        Assert.False(state.IsRecovering);
+        StateAssert.Same(second.Coordinator.State, state);
+        Assert.False(await admin.RemoveParticipantAsync(2));
+        var refused = await Assert.ThrowsAsync<DseCoordinatorException>(() => admin.HeartbeatAsync(2).AsTask());
+        Assert.Equal(CoordinatorErrorCode.Removed, refused.Code);
+    }
+
+    [Fact]
+    public async Task ConnectAsync_HostStopsDuringColdStart_UnavailableAtOnce()
+    {
+        var store = new InMemoryCoordinatorLogStore();
+        using var connecting = new SignalingLoggerProvider(awaitedEventId: 3209);
+        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.ExpectedParticipants = [1, 2], connecting);
+        var client = server.CreateClient();
+
+        // Participant 2 never comes: only the host's stop can end this connect before the shutdown timeout (30 s).
+        var pending = client.ConnectAsync(new ConnectRequest(1, [])).AsTask();
+        await connecting.WaitAsync();
+        await server.StopAsync();
+
+        var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => pending);
+        Assert.Equal(CoordinatorErrorCode.Unavailable, error.Code);
+        Assert.Contains("shutting down", error.Message, StringComparison.Ordinal);
+        Assert.Equal(nameof(CoordinatorErrorCode.Unavailable), Assert.IsType<global::Grpc.Core.RpcException>(error.InnerException).Trailers.GetValue("dse-error-code"));
+    }
+
+    /// <summary>The size of the request as GrpcCoordinatorClient sends it.</summary>
+    private static int WireSize(ResyncRequest request)
+    {
+        var wire = new Wire.ResyncRequest { ObjectId = request.ObjectId, WorldLine = request.WorldLine };
+        foreach (var report in request.DurableVersions)
+        {
+            var entry = new Wire.VersionReport { Version = report.Version, WorldLine = report.WorldLine };
+            foreach (var d in report.Dependencies)
+            {
+                entry.Dependencies.Add(new Wire.ObjectVersion { ObjectId = d.ObjectId, Version = d.Version });
+            }
+
+            wire.DurableVersions.Add(entry);
+        }
+
+        return wire.CalculateSize();
+    }
 }

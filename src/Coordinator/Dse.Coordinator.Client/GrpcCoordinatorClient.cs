@@ -9,9 +9,12 @@ namespace Dse.Coordinator.Client;
 /// <summary>
 /// An <see cref="IDseCoordinator"/> that calls a coordinator host over gRPC (protos/dse/coordinator/v1). Refusals
 /// come back as the <see cref="DseCoordinatorException"/> the coordinator threw, with the same
-/// <see cref="DseCoordinatorException.Code"/> and message; any failure that did not reach the coordinator (it is
+/// <see cref="DseCoordinatorException.Code"/> and message. A failure without the coordinator's answer (it is
 /// unreachable, the connection reset, a deadline passed) becomes <see cref="CoordinatorErrorCode.Unavailable"/> with the
-/// <see cref="RpcException"/> as inner exception, which the runtime treats as an outage and retries.
+/// <see cref="RpcException"/> as inner exception, which the runtime treats as an outage and retries; such a call may
+/// still have taken effect on the coordinator (a deadline that passed while it journaled a connect). A message over the
+/// size limit (<see cref="GrpcCoordinatorClientOptions.MaxMessageSize"/>, the host's <c>--max-message-size</c>) becomes
+/// <see cref="CoordinatorErrorCode.InvalidRequest"/>: retrying cannot help.
 /// </summary>
 /// <remarks>
 /// Thread-safe; one instance per coordinator address is enough for a process. Every call has the deadline
@@ -35,12 +38,15 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
     private readonly TimeSpan _longPollWait;
     private readonly Duration _longPollWaitOnWire;
 
+    // The limit of the client's own channel; null for a channel the caller passed in (its limits are its own).
+    private readonly int? _maxMessageSize;
+
     /// <summary>Creates a client with its own channel to <paramref name="address"/> (for example http://127.0.0.1:5000).</summary>
     /// <param name="address">The coordinator host; http (HTTP/2 without TLS) or https.</param>
     /// <param name="options">Timeouts; default <see cref="GrpcCoordinatorClientOptions"/>.</param>
     /// <exception cref="ArgumentException">The address is not an absolute http or https URI, or an option is invalid.</exception>
     public GrpcCoordinatorClient(Uri address, GrpcCoordinatorClientOptions? options = null)
-        : this(CreateChannel(address), options, ownsChannel: true)
+        : this(CreateChannel(address, Validated(options)), options, ownsChannel: true)
     {
     }
 
@@ -56,14 +62,14 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
     private GrpcCoordinatorClient(ChannelBase channel, GrpcCoordinatorClientOptions? options, bool ownsChannel)
     {
         ArgumentNullException.ThrowIfNull(channel);
-        options ??= new GrpcCoordinatorClientOptions();
-        options.Validate();
+        options = Validated(options);
         _client = new Wire.Coordinator.CoordinatorClient(channel);
         _ownedChannel = ownsChannel ? (GrpcChannel)channel : null;
         _callTimeout = options.CallTimeout;
         _connectTimeout = options.ConnectTimeout;
         _longPollWait = options.LongPollWait;
         _longPollWaitOnWire = Duration.FromTimeSpan(options.LongPollWait);
+        _maxMessageSize = ownsChannel ? options.MaxMessageSize : null;
         Target = channel.Target;
     }
 
@@ -140,6 +146,28 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         }
     }
 
+    /// <summary>
+    /// An operator action, not part of <see cref="IDseCoordinator"/>: removes a participant that is gone for good, as
+    /// <see cref="ClusterCoordinator.RemoveParticipantAsync"/> does in the coordinator. A decision rolls back whatever
+    /// depends on its unreported state. While the coordinator recovers from its own restart, the removal also stands in
+    /// for the participant's answer, so recovery can end without it; the operator then accepts that anything the
+    /// removed participant exposed may not be reconstructible (docs/coordinator.md, "Why heartbeat timeouts do not end
+    /// recovery"). The participant's later calls are refused with <see cref="CoordinatorErrorCode.Removed"/> until it
+    /// connects again, which is a restart.
+    /// </summary>
+    /// <param name="objectId">The participant; non-negative.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>True if this call removed it, false if it was removed already.</returns>
+    /// <exception cref="DseCoordinatorException"><see cref="CoordinatorErrorCode.UnknownParticipant"/> for an id that
+    /// never connected; <see cref="CoordinatorErrorCode.Unavailable"/> if the coordinator cannot be reached or stopped
+    /// serving.</exception>
+    public async Task<bool> RemoveParticipantAsync(long objectId, CancellationToken cancellationToken = default)
+    {
+        var wire = new Wire.RemoveParticipantRequest { ObjectId = objectId };
+        var response = await CallAsync(static (c, r, o) => c.RemoveParticipantAsync(r, o), wire, nameof(RemoveParticipantAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+        return response.Removed;
+    }
+
     /// <summary>Disposes the channel if this client created it.</summary>
     public void Dispose() => _ownedChannel?.Dispose();
 
@@ -150,7 +178,14 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         return ValueTask.CompletedTask;
     }
 
-    private static GrpcChannel CreateChannel(Uri address)
+    private static GrpcCoordinatorClientOptions Validated(GrpcCoordinatorClientOptions? options)
+    {
+        options ??= new GrpcCoordinatorClientOptions();
+        options.Validate();
+        return options;
+    }
+
+    private static GrpcChannel CreateChannel(Uri address, GrpcCoordinatorClientOptions options)
     {
         ArgumentNullException.ThrowIfNull(address);
         if (!address.IsAbsoluteUri || (address.Scheme != Uri.UriSchemeHttp && address.Scheme != Uri.UriSchemeHttps))
@@ -170,7 +205,13 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
                 KeepAlivePingPolicy = HttpKeepAlivePingPolicy.WithActiveRequests,
             },
             DisposeHttpClient = true,
-            ThrowOperationCanceledOnCancellation = true,
+
+            // No ThrowOperationCanceledOnCancellation: a passed deadline must stay an RpcException (DEADLINE_EXCEEDED),
+            // which becomes Unavailable, not a TaskCanceledException the runtime does not treat as an outage.
+
+            // A listing after a long outage can exceed gRPC's default 4 MB.
+            MaxSendMessageSize = options.MaxMessageSize,
+            MaxReceiveMessageSize = options.MaxMessageSize,
 
             // A restarted coordinator waits for every participant's resync: find it within a fraction of a second
             // rather than after gRPC's default backoff (1 s growing to 120 s).
@@ -195,12 +236,19 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         }
         catch (RpcException ex) when (ex.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
         {
-            // A channel the caller configured without ThrowOperationCanceledOnCancellation.
             throw new OperationCanceledException($"The call {method} to the coordinator at {Target} was cancelled.", ex, cancellationToken);
         }
         catch (RpcException ex)
         {
             throw Translate(ex, method);
+        }
+        catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
+        {
+            // A caller-owned channel with ThrowOperationCanceledOnCancellation reports a passed deadline this way.
+            throw new DseCoordinatorException(
+                CoordinatorErrorCode.Unavailable,
+                $"The coordinator at {Target} is unavailable: {method} did not complete before its deadline ({timeout}).",
+                ex);
         }
     }
 
@@ -211,6 +259,19 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         if (name is not null && ErrorCodes.TryGetValue(name, out var code))
         {
             return new DseCoordinatorException(code, ex.Status.Detail, ex);
+        }
+
+        if (ex.StatusCode == StatusCode.ResourceExhausted)
+        {
+            // The coordinator never answers RESOURCE_EXHAUSTED itself: a request or answer went over a message size
+            // limit (this client's or the server's), and the same call will fail the same way every time.
+            string limit = _maxMessageSize is { } size ? $"{size} bytes" : "set on the channel passed to it";
+            return new DseCoordinatorException(
+                CoordinatorErrorCode.InvalidRequest,
+                $"{method} to the coordinator at {Target} failed: a message is over the gRPC message size limit ({ex.Status.Detail}). " +
+                $"This client's limit is GrpcCoordinatorClientOptions.MaxMessageSize ({limit}); the coordinator host's is --max-message-size " +
+                "(CoordinatorServerOptions.MaxMessageSize); both default to 64 MB. Raise both to send or receive larger listings.",
+                ex);
         }
 
         string detail = string.IsNullOrEmpty(ex.Status.Detail) ? string.Empty : $": {ex.Status.Detail}";

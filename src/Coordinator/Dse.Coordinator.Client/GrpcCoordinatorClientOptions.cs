@@ -3,6 +3,9 @@ namespace Dse.Coordinator.Client;
 /// <summary>Options of a <see cref="GrpcCoordinatorClient"/>; validated when it is created.</summary>
 public sealed class GrpcCoordinatorClientOptions
 {
+    /// <summary>The default of <see cref="MaxMessageSize"/> on both sides: 64 MB.</summary>
+    public const int DefaultMaxMessageSize = 64 * 1024 * 1024;
+
     /// <summary>
     /// The deadline of every call but connect and the long poll. A coordinator that does not answer within it counts as
     /// unavailable. Default 10 s; between 1 ms and 10 minutes.
@@ -23,6 +26,16 @@ public sealed class GrpcCoordinatorClientOptions
     /// </summary>
     public TimeSpan LongPollWait { get; set; } = TimeSpan.FromSeconds(20);
 
+    /// <summary>
+    /// The largest message, in bytes, the client's own channel sends or receives (gRPC's default is 4 MB; a connect or
+    /// resync after a long outage lists every durable version and can be larger). A larger message fails the call with
+    /// <see cref="CoordinatorErrorCode.InvalidRequest"/>. The coordinator host has its own limit (<c>--max-message-size</c>,
+    /// <c>CoordinatorServerOptions.MaxMessageSize</c>) with the same default; raise both together. Not applied to a
+    /// channel the caller passes in, which carries its own limits. Default 64 MB
+    /// (<see cref="DefaultMaxMessageSize"/>); between 1 KB and 2 GB - 1.
+    /// </summary>
+    public int MaxMessageSize { get; set; } = DefaultMaxMessageSize;
+
     /// <summary>Throws an <see cref="ArgumentException"/> naming the first invalid option.</summary>
     public void Validate()
     {
@@ -39,6 +52,11 @@ public sealed class GrpcCoordinatorClientOptions
         if (LongPollWait < TimeSpan.FromMilliseconds(1) || LongPollWait > TimeSpan.FromMinutes(10))
         {
             throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(LongPollWait)} must be between 1 ms and 10 minutes (got {LongPollWait}).", nameof(LongPollWait));
+        }
+
+        if (MaxMessageSize < 1024)
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(MaxMessageSize)} must be at least 1024 bytes (got {MaxMessageSize}).", nameof(MaxMessageSize));
         }
     }
 }

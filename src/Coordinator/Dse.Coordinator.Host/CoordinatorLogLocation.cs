@@ -25,13 +25,13 @@ internal sealed record CoordinatorLogLocation(string? Path, string? Container, s
             int slash = rest.IndexOf('/', StringComparison.Ordinal);
             if (slash <= 0 || slash == rest.Length - 1)
             {
-                throw new HostArgumentException($"--log blob:CONTAINER/BLOBNAME needs a container and a blob name (got '{value}').");
+                throw new HostArgumentException($"--log blob:CONTAINER/BLOBNAME needs a container and a blob name (got {HostArguments.Shown(value)}).");
             }
 
             return new CoordinatorLogLocation(null, rest[..slash], rest[(slash + 1)..]);
         }
 
-        throw new HostArgumentException($"--log must be file:PATH or blob:CONTAINER/BLOBNAME (got '{value}').");
+        throw new HostArgumentException($"--log must be file:PATH or blob:CONTAINER/BLOBNAME (got {HostArguments.Shown(value)}).");
     }
 
     public override string ToString() => IsBlob ? $"blob:{Container}/{BlobName}" : $"file:{Path}";

@@ -11,6 +11,7 @@ internal sealed class HostArguments
 
     public const string Usage = """
         Usage: Dse.Coordinator.Host --port N --log LOG [options]
+               Dse.Coordinator.Host remove --coordinator URL --id N
 
         Serves a durable DSE coordinator over gRPC (HTTP/2 without TLS, "prior knowledge") on one port. Once listening
         it prints one line, "DSE coordinator listening on http://ADDRESS:PORT", to standard output (and, with
@@ -22,7 +23,8 @@ internal sealed class HostArguments
                                        blob:CONTAINER/BLOBNAME (an Azure append blob, leased while the host runs).
 
         Options:
-          --bind ADDRESS               IP address to listen on. Default 127.0.0.1.
+          --bind ADDRESS               IP address to listen on. Default 127.0.0.1. For a wildcard (0.0.0.0 or ::)
+                                       the announced address is loopback (127.0.0.1 or [::1]), which works locally.
           --health-port N              Also serve GET /healthz over HTTP/1.1 on this port (0 picks a free one), for
                                        probes that cannot speak HTTP/2 without TLS. Default: none.
           --blob-connection-string S   Azure Storage connection string for a blob log. Default: the environment
@@ -30,6 +32,11 @@ internal sealed class HostArguments
           --heartbeat-timeout T        Remove a participant not heard from within T, or "off". Default 10s.
           --max-retained-decisions N   Recent rollback decisions the cluster state carries. Default 64.
           --long-poll-timeout T        Cap of one WaitForChange long poll. Default 20s.
+          --max-message-size SIZE      Largest gRPC request or answer: bytes, or a number with KB, MB or GB (1024-based).
+                                       Default 64MB. Clients need the same limit (GrpcCoordinatorClientOptions).
+          --exit-on-fault on|off       Exit with code 5 once the coordinator stops serving (its journal failed, or a
+                                       newer coordinator fenced it out), releasing the log for a restart by a
+                                       supervisor. Default on; off keeps the faulted host running (health reports it).
           --log-format simple|json     Console log format. Default simple.
           -h, --help                   Print this help and exit.
 
@@ -37,7 +44,15 @@ internal sealed class HostArguments
         Health: grpc.health.v1.Health/Check and GET /healthz over HTTP/2 on --port; GET /healthz over HTTP/1.1 on
         --health-port. /healthz answers 200 Healthy (serving), 200 Degraded (recovering) or 503 Unhealthy (stopped).
         Exit codes: 0 stopped cleanly, 1 failed to start or run, 2 invalid arguments, 3 the log is held by another
-        coordinator.
+        coordinator, 5 the coordinator stopped serving (a fault; also when stopped by a signal after one).
+
+        remove: an operator action against a running coordinator host. Removes participant N for good: a rollback
+        decision drops whatever depends on its unreported state, and during the coordinator's recovery the removal
+        stands in for its answer. Anything the participant exposed that the others cannot reconstruct may be lost
+        (docs/coordinator.md, "Why heartbeat timeouts do not end recovery"). Exit codes: 0 removed, 1 removed
+        already, 2 invalid arguments, 4 the coordinator is unreachable or refused (an unknown id, for instance).
+          --coordinator URL            The coordinator host, for example http://127.0.0.1:5180.
+          --id N                       The participant id, 0 or more.
 
         """;
 
@@ -61,6 +76,10 @@ internal sealed class HostArguments
 
     public bool JsonLogs { get; private init; }
 
+    public int MaxMessageSize { get; private init; } = CoordinatorServerOptions.DefaultMaxMessageSize;
+
+    public bool ExitOnFault { get; private init; } = true;
+
     /// <summary>Parses <paramref name="args"/>; <paramref name="environment"/> reads environment variables.</summary>
     /// <exception cref="HostArgumentException">An argument is unknown, repeated, missing or invalid.</exception>
     public static HostArguments Parse(IReadOnlyList<string> args, Func<string, string?> environment)
@@ -76,7 +95,7 @@ internal sealed class HostArguments
 
             if (!arg.StartsWith("--", StringComparison.Ordinal))
             {
-                throw new HostArgumentException($"Unexpected argument '{arg}'.");
+                throw new HostArgumentException($"Unexpected argument {Shown(arg)}.");
             }
 
             string name;
@@ -98,9 +117,9 @@ internal sealed class HostArguments
                 value = args[++i];
             }
 
-            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format"))
+            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format" or "--max-message-size" or "--exit-on-fault"))
             {
-                throw new HostArgumentException($"Unknown option '{name}'.");
+                throw new HostArgumentException($"Unknown option {Shown(name)}.");
             }
 
             if (!values.TryAdd(name, value))
@@ -132,7 +151,14 @@ internal sealed class HostArguments
             {
                 "json" => true,
                 "simple" => false,
-                _ => throw new HostArgumentException($"--log-format must be simple or json (got '{format}')."),
+                _ => throw new HostArgumentException($"--log-format must be simple or json (got {Shown(format)})."),
+            },
+            MaxMessageSize = values.TryGetValue("--max-message-size", out string? size) ? ParseSize(size, "--max-message-size") : CoordinatorServerOptions.DefaultMaxMessageSize,
+            ExitOnFault = !values.TryGetValue("--exit-on-fault", out string? exitOnFault) || exitOnFault switch
+            {
+                "on" => true,
+                "off" => false,
+                _ => throw new HostArgumentException($"--exit-on-fault must be on or off (got {Shown(exitOnFault)})."),
             },
         };
 
@@ -159,13 +185,23 @@ internal sealed class HostArguments
         HeartbeatTimeout = HeartbeatTimeout,
         MaxRetainedDecisions = MaxRetainedDecisions,
         LongPollTimeout = LongPollTimeout,
+        MaxMessageSize = MaxMessageSize,
+        StopHostOnFault = ExitOnFault,
     };
+
+    /// <summary>
+    /// An argument as an error message may show it: quoted, unless it could be a secret. A connection string
+    /// (AccountKey=...;) passed by mistake must not reach logs or terminals, so anything with '=' or ';' is not shown.
+    /// </summary>
+    public static string Shown(string argument) =>
+        argument.AsSpan().IndexOfAny('=', ';') >= 0 ? "(not shown: it may contain a secret)" : $"'{argument}'";
 
     private static string OptionFlag(string? option) => option switch
     {
         nameof(CoordinatorServerOptions.HeartbeatTimeout) => "--heartbeat-timeout",
         nameof(CoordinatorServerOptions.LongPollTimeout) => "--long-poll-timeout",
         nameof(CoordinatorServerOptions.MaxRetainedDecisions) => "--max-retained-decisions",
+        nameof(CoordinatorServerOptions.MaxMessageSize) => "--max-message-size",
         _ => "options",
     };
 
@@ -175,12 +211,30 @@ internal sealed class HostArguments
     private static int ParseInt(string value, string name, int min, int max) =>
         int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out int result) && result >= min && result <= max
             ? result
-            : throw new HostArgumentException($"{name} must be a whole number from {min} to {max} (got '{value}').");
+            : throw new HostArgumentException($"{name} must be a whole number from {min} to {max} (got {Shown(value)}).");
 
     private static IPAddress ParseAddress(string value) =>
         IPAddress.TryParse(value, out var address)
             ? address
-            : throw new HostArgumentException($"--bind must be an IP address such as 127.0.0.1 or ::1 (got '{value}').");
+            : throw new HostArgumentException($"--bind must be an IP address such as 127.0.0.1 or ::1 (got {Shown(value)}).");
+
+    /// <summary>A byte count, or a whole number with KB, MB or GB (1024-based): 65536, 512KB, 64MB.</summary>
+    private static int ParseSize(string value, string name)
+    {
+        (string number, long unit) = value switch
+        {
+            _ when value.EndsWith("KB", StringComparison.OrdinalIgnoreCase) => (value[..^2], 1024L),
+            _ when value.EndsWith("MB", StringComparison.OrdinalIgnoreCase) => (value[..^2], 1024L * 1024),
+            _ when value.EndsWith("GB", StringComparison.OrdinalIgnoreCase) => (value[..^2], 1024L * 1024 * 1024),
+            _ => (value, 1L),
+        };
+        if (long.TryParse(number, NumberStyles.None, CultureInfo.InvariantCulture, out long amount) && amount <= int.MaxValue / unit)
+        {
+            return (int)(amount * unit);
+        }
+
+        throw new HostArgumentException($"{name} must be a size such as 65536, 512KB or 64MB, below 2GB (got {Shown(value)}).");
+    }
 
     /// <summary>500ms, 10s, 2m, 1h, 1.5s or hh:mm:ss.</summary>
     private static TimeSpan ParseDuration(string value, string name)
@@ -203,6 +257,6 @@ internal sealed class HostArguments
             return span;
         }
 
-        throw new HostArgumentException($"{name} must be a duration such as 500ms, 10s or 2m (got '{value}').");
+        throw new HostArgumentException($"{name} must be a duration such as 500ms, 10s or 2m (got {Shown(value)}).");
     }
 }

@@ -14,6 +14,7 @@ internal static partial class Program
     public const int ExitFailed = 1;
     public const int ExitUsage = 2;
     public const int ExitFenced = 3;
+    public const int ExitFaulted = 5;
 
     /// <summary>The line tests and scripts wait for; the address follows it.</summary>
     public const string ListeningAnnouncement = "DSE coordinator listening on ";
@@ -23,6 +24,11 @@ internal static partial class Program
 
     public static async Task<int> Main(string[] args)
     {
+        if (args is [RemoveCommand.Name, ..])
+        {
+            return await RemoveCommand.RunAsync(args[1..]);
+        }
+
         HostArguments arguments;
         try
         {
@@ -87,7 +93,16 @@ internal static partial class Program
 
         await Console.Out.FlushAsync();
 
+        var coordinator = app.Services.GetRequiredService<CoordinatorServer>().Coordinator;
         await app.WaitForShutdownAsync();
+
+        // Stopped because of a fault (--exit-on-fault), or stopped by a signal after one: a supervisor must see that.
+        if (coordinator.Fault is { } fault)
+        {
+            await Console.Error.WriteLineAsync($"error: the coordinator stopped serving ({fault.GetType().Name}: {fault.Message}); exiting with code {ExitFaulted}.");
+            return ExitFaulted;
+        }
+
         return ExitOk;
     }
 
@@ -147,6 +162,8 @@ internal static partial class Program
                 options.HeartbeatTimeout = arguments.HeartbeatTimeout;
                 options.MaxRetainedDecisions = arguments.MaxRetainedDecisions;
                 options.LongPollTimeout = arguments.LongPollTimeout;
+                options.MaxMessageSize = arguments.MaxMessageSize;
+                options.StopHostOnFault = arguments.ExitOnFault;
             });
 
         var app = builder.Build();
@@ -159,10 +176,14 @@ internal static partial class Program
         return app;
     }
 
+    /// <summary>An address a client on this machine can call: a wildcard bind (0.0.0.0, ::) is announced as loopback.</summary>
     private static string Address(ListenOptions endpoint)
     {
         var bound = (IPEndPoint)endpoint.EndPoint;
-        string host = bound.Address.AddressFamily == AddressFamily.InterNetworkV6 ? $"[{bound.Address}]" : bound.Address.ToString();
+        var address = bound.Address.Equals(IPAddress.Any) ? IPAddress.Loopback
+            : bound.Address.Equals(IPAddress.IPv6Any) ? IPAddress.IPv6Loopback
+            : bound.Address;
+        string host = address.AddressFamily == AddressFamily.InterNetworkV6 ? $"[{address}]" : address.ToString();
         return $"http://{host}:{bound.Port}";
     }
 

@@ -27,9 +27,14 @@ internal sealed class CoordinatorGrpcService
         _logger = logger;
     }
 
+    /// <summary>A connect can wait long (a cold start waits for every expected participant): it ends with the host.</summary>
     public Task<Wire.ConnectResponse> Connect(Wire.ConnectRequest request, ServerCallContext context) =>
         ServeAsync(nameof(Connect), request, context, static async (self, r, ct) =>
-            ServerWire.ToWire(await self._coordinator.ConnectAsync(ServerWire.FromWire(r), ct).ConfigureAwait(false)));
+        {
+            var connect = ServerWire.FromWire(r);
+            CoordinatorServiceMessages.Connecting(self._logger, connect.ObjectId, connect.PersistedVersions.Count);
+            return ServerWire.ToWire(await self._coordinator.ConnectAsync(connect, ct).ConfigureAwait(false));
+        }, endsWithHost: true);
 
     public Task<Wire.ReportPersistedResponse> ReportPersisted(Wire.ReportPersistedRequest request, ServerCallContext context) =>
         ServeAsync(nameof(ReportPersisted), request, context, static async (self, r, ct) =>
@@ -66,6 +71,30 @@ internal sealed class CoordinatorGrpcService
         ServeAsync(nameof(WaitForChange), request, context, static async (self, r, ct) =>
             new Wire.WaitForChangeResponse { State = ServerWire.ToWire(await self.LongPollAsync(r, ct).ConfigureAwait(false)) });
 
+    /// <summary>The operator's removal of a participant that is gone for good; logged at Warning with the caller.</summary>
+    public Task<Wire.RemoveParticipantResponse> RemoveParticipant(Wire.RemoveParticipantRequest request, ServerCallContext context)
+    {
+        string peer = context.Peer;
+        return ServeAsync(nameof(RemoveParticipant), request, context, (self, r, ct) => self.RemoveAsync(r, peer, ct));
+    }
+
+    private async Task<Wire.RemoveParticipantResponse> RemoveAsync(Wire.RemoveParticipantRequest request, string peer, CancellationToken cancellationToken)
+    {
+        long objectId = ServerWire.FromWire(request);
+        bool recovering = _coordinator.State.IsRecovering;
+        bool removed = await _coordinator.RemoveParticipantAsync(objectId, cancellationToken).ConfigureAwait(false);
+        if (removed)
+        {
+            CoordinatorServiceMessages.ParticipantRemoved(_logger, peer, objectId, recovering);
+        }
+        else
+        {
+            CoordinatorServiceMessages.ParticipantAlreadyRemoved(_logger, peer, objectId);
+        }
+
+        return new Wire.RemoveParticipantResponse { Removed = removed };
+    }
+
     /// <summary>
     /// The state once its epoch passed the known one, or the current state once the wait (the client's wish, at most the
     /// cap) is over. A host that stops ends pending polls with Unavailable, so that clients back off instead of polling a
@@ -93,19 +122,41 @@ internal sealed class CoordinatorGrpcService
         }
     }
 
+    /// <summary>
+    /// Runs a handler and turns the coordinator's refusals into statuses. With <paramref name="endsWithHost"/> the call
+    /// is also cancelled when the host stops, and then answered with Unavailable, so that a long wait does not hold the
+    /// shutdown for its whole timeout.
+    /// </summary>
     private async Task<TResponse> ServeAsync<TRequest, TResponse>(
         string method,
         TRequest request,
         ServerCallContext context,
-        Func<CoordinatorGrpcService, TRequest, CancellationToken, Task<TResponse>> handler)
+        Func<CoordinatorGrpcService, TRequest, CancellationToken, Task<TResponse>> handler,
+        bool endsWithHost = false)
     {
+        var callCancelled = context.CancellationToken;
+        using var linked = endsWithHost ? CancellationTokenSource.CreateLinkedTokenSource(callCancelled, _stopping) : null;
         try
         {
-            return await handler(this, request, context.CancellationToken).ConfigureAwait(false);
+            return await handler(this, request, linked?.Token ?? callCancelled).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (endsWithHost && _stopping.IsCancellationRequested && !callCancelled.IsCancellationRequested)
+        {
+            string message = $"The coordinator host is shutting down; {method} was abandoned. Call again once it is back.";
+            CoordinatorServiceMessages.RefusedRetryable(_logger, method, CoordinatorErrorCode.Unavailable, message);
+            throw CoordinatorMethods.Refusal(CoordinatorErrorCode.Unavailable, message);
         }
         catch (DseCoordinatorException ex)
         {
-            CoordinatorServiceMessages.Refused(_logger, method, ex.Code, ex.Message);
+            if (ex.Code is CoordinatorErrorCode.Unavailable or CoordinatorErrorCode.ResyncRequired)
+            {
+                CoordinatorServiceMessages.RefusedRetryable(_logger, method, ex.Code, ex.Message);
+            }
+            else
+            {
+                CoordinatorServiceMessages.Refused(_logger, method, ex.Code, ex.Message);
+            }
+
             throw CoordinatorMethods.Refusal(ex.Code, ex.Message);
         }
     }

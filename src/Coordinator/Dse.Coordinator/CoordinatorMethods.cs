@@ -31,6 +31,8 @@ internal static class CoordinatorMethods
 
     public static readonly Method<Wire.WaitForChangeRequest, Wire.WaitForChangeResponse> WaitForChange = Unary<Wire.WaitForChangeRequest, Wire.WaitForChangeResponse>("WaitForChange");
 
+    public static readonly Method<Wire.RemoveParticipantRequest, Wire.RemoveParticipantResponse> RemoveParticipant = Unary<Wire.RemoveParticipantRequest, Wire.RemoveParticipantResponse>("RemoveParticipant");
+
     /// <summary>The fully qualified service name, <c>dse.coordinator.v1.Coordinator</c>.</summary>
     public static string ServiceName => Service.FullName;
 

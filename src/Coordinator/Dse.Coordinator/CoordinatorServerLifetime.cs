@@ -1,3 +1,4 @@
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 
@@ -5,7 +6,8 @@ namespace Dse.Coordinator;
 
 /// <summary>
 /// Opens the <see cref="CoordinatorServer"/> before any hosted service starts (so before the web server listens) and
-/// disposes it after every hosted service stopped (so after the last request finished): coordinator, then log.
+/// disposes it after every hosted service stopped (so after the last request finished): coordinator, then log. With
+/// <see cref="CoordinatorServerOptions.StopHostOnFault"/> it stops the host once the coordinator stopped serving.
 /// </summary>
 internal sealed class CoordinatorServerLifetime(
     IServiceProvider services,
@@ -13,7 +15,10 @@ internal sealed class CoordinatorServerLifetime(
     CoordinatorServerOptions options,
     ILoggerFactory loggerFactory) : IHostedLifecycleService, IAsyncDisposable
 {
+    // Ends the fault watch when the host stops for another reason.
+    private readonly CancellationTokenSource _stopWatching = new();
     private CoordinatorServer? _server;
+    private Task _faultWatch = Task.CompletedTask;
 
     /// <summary>The open server; the host must have started.</summary>
     public CoordinatorServer Server => Volatile.Read(ref _server)
@@ -32,14 +37,55 @@ internal sealed class CoordinatorServerLifetime(
 
     public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
 
-    public Task StartedAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+    public Task StartedAsync(CancellationToken cancellationToken)
+    {
+        if (options.StopHostOnFault)
+        {
+            var lifetime = services.GetRequiredService<IHostApplicationLifetime>();
+            _faultWatch = StopOnFaultAsync(Server.Coordinator, lifetime, loggerFactory.CreateLogger<CoordinatorServerLifetime>(), _stopWatching.Token);
+        }
 
-    public Task StoppingAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+        return Task.CompletedTask;
+    }
+
+    public Task StoppingAsync(CancellationToken cancellationToken) => _stopWatching.CancelAsync();
 
     public Task StopAsync(CancellationToken cancellationToken) => Task.CompletedTask;
 
     public async Task StoppedAsync(CancellationToken cancellationToken) => await DisposeAsync().ConfigureAwait(false);
 
     /// <summary>Also reached when the host failed to start after the coordinator opened (its port was taken).</summary>
-    public ValueTask DisposeAsync() => Volatile.Read(ref _server)?.DisposeAsync() ?? ValueTask.CompletedTask;
+    public async ValueTask DisposeAsync()
+    {
+        await _stopWatching.CancelAsync().ConfigureAwait(false);
+        await _faultWatch.ConfigureAwait(false);
+        if (Volatile.Read(ref _server) is { } server)
+        {
+            await server.DisposeAsync().ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
+    /// Waits for the coordinator's next change until one fails: a coordinator that stopped serving fails every wait
+    /// (its pending waits too, at the moment it stops), so this reacts to the fault itself, not to a poll.
+    /// </summary>
+    private static async Task StopOnFaultAsync(ClusterCoordinator coordinator, IHostApplicationLifetime lifetime, ILogger logger, CancellationToken cancellationToken)
+    {
+        try
+        {
+            while (true)
+            {
+                await coordinator.WaitForChangeAsync(coordinator.State.Epoch, cancellationToken).ConfigureAwait(false);
+            }
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            return;
+        }
+        catch (DseCoordinatorException) when (coordinator.Fault is { } fault)
+        {
+            CoordinatorServiceMessages.StoppingOnFault(logger, fault.Message, fault);
+            lifetime.StopApplication();
+        }
+    }
 }

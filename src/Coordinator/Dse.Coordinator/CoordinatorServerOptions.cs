@@ -5,6 +5,9 @@ namespace Dse.Coordinator;
 /// <summary>Options of a <see cref="CoordinatorServer"/>: the coordinator it opens and the gRPC service over it.</summary>
 public sealed class CoordinatorServerOptions
 {
+    /// <summary>The default of <see cref="MaxMessageSize"/>: 64 MB.</summary>
+    public const int DefaultMaxMessageSize = 64 * 1024 * 1024;
+
     /// <summary>
     /// How long the coordinator waits to hear from a participant before it removes it (see
     /// <see cref="ClusterCoordinatorOptions.HeartbeatTimeout"/>). Default 10 s; <c>null</c> never removes. Between
@@ -28,6 +31,24 @@ public sealed class CoordinatorServerOptions
     /// </summary>
     public TimeSpan LongPollTimeout { get; set; } = TimeSpan.FromSeconds(20);
 
+    /// <summary>
+    /// The largest request the service accepts and the largest answer it sends, in bytes. gRPC's default, 4 MB, is too
+    /// small for a connect or resync listing after a long outage; a message over the limit fails with
+    /// RESOURCE_EXHAUSTED, which <c>GrpcCoordinatorClient</c> reports as <see cref="CoordinatorErrorCode.InvalidRequest"/>
+    /// (raise the client's <c>GrpcCoordinatorClientOptions.MaxMessageSize</c> too). Applies to the coordinator service
+    /// only. Default 64 MB (<see cref="DefaultMaxMessageSize"/>); at least 1 KB.
+    /// </summary>
+    public int MaxMessageSize { get; set; } = DefaultMaxMessageSize;
+
+    /// <summary>
+    /// Whether the host stops (<see cref="Microsoft.Extensions.Hosting.IHostApplicationLifetime.StopApplication"/>) as
+    /// soon as the coordinator stops serving because its journal failed or a newer coordinator fenced it out. A faulted
+    /// coordinator refuses every request and, until it exits, keeps its log locked or leased, so a replacement cannot
+    /// start; stopping lets a supervisor restart it. Default <c>false</c> (an embedding application decides; the
+    /// coordinator host turns it on, see <c>--exit-on-fault</c>).
+    /// </summary>
+    public bool StopHostOnFault { get; set; }
+
     /// <summary>Clock for heartbeats and the long-poll cap. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
@@ -37,6 +58,11 @@ public sealed class CoordinatorServerOptions
         if (LongPollTimeout < TimeSpan.FromMilliseconds(1) || LongPollTimeout > TimeSpan.FromMinutes(10))
         {
             throw new ArgumentException($"{nameof(CoordinatorServerOptions)}.{nameof(LongPollTimeout)} must be between 1 ms and 10 minutes (got {LongPollTimeout}).", nameof(LongPollTimeout));
+        }
+
+        if (MaxMessageSize < 1024)
+        {
+            throw new ArgumentException($"{nameof(CoordinatorServerOptions)}.{nameof(MaxMessageSize)} must be at least 1024 bytes (got {MaxMessageSize}).", nameof(MaxMessageSize));
         }
 
         // The coordinator's own options name what is wrong with the rest.

@@ -17,6 +17,30 @@ internal static partial class CoordinatorServiceMessages
         Message = "{Method} refused with {Code}: {Detail}")]
     public static partial void Refused(ILogger logger, string method, CoordinatorErrorCode code, string detail);
 
+    /// <summary>
+    /// Refusals that are part of normal operation or of an outage (Unavailable, ResyncRequired): participants retry
+    /// them every few milliseconds, so they are logged at Debug; the outage itself is logged once, where it happened.
+    /// </summary>
+    [LoggerMessage(EventId = 3205, Level = LogLevel.Debug,
+        Message = "{Method} refused with {Code}: {Detail}")]
+    public static partial void RefusedRetryable(ILogger logger, string method, CoordinatorErrorCode code, string detail);
+
+    [LoggerMessage(EventId = 3206, Level = LogLevel.Warning,
+        Message = "Operator request from {Peer}: participant {ObjectId} removed from the cluster (while recovering: {WhileRecovering}); anything it exposed that the others cannot reconstruct may be lost.")]
+    public static partial void ParticipantRemoved(ILogger logger, string peer, long objectId, bool whileRecovering);
+
+    [LoggerMessage(EventId = 3207, Level = LogLevel.Warning,
+        Message = "Operator request from {Peer}: participant {ObjectId} was removed already; nothing changed.")]
+    public static partial void ParticipantAlreadyRemoved(ILogger logger, string peer, long objectId);
+
+    [LoggerMessage(EventId = 3209, Level = LogLevel.Debug,
+        Message = "Connect of participant {ObjectId} with {Versions} stored versions received.")]
+    public static partial void Connecting(ILogger logger, long objectId, int versions);
+
+    [LoggerMessage(EventId = 3208, Level = LogLevel.Critical,
+        Message = "The coordinator stopped serving (its journal failed: {Reason}); stopping the host so that a supervisor restarts it and the log is released.")]
+    public static partial void StoppingOnFault(ILogger logger, string reason, Exception fault);
+
     [LoggerMessage(EventId = 3203, Level = LogLevel.Debug,
         Message = "WaitForChange past epoch {KnownEpoch} ended after {Wait} without a change; answered with the current state.")]
     public static partial void LongPollExpired(ILogger logger, long knownEpoch, TimeSpan wait);

@@ -17,6 +17,8 @@ public static class DseCoordinatorServiceCollectionExtensions
     /// on it (a fenced log makes the start fail with <see cref="CoordinatorLogFencedException"/>); after the host
     /// stopped it disposes the coordinator, then the log. Map the endpoints with <c>MapDseCoordinator</c> and
     /// <c>MapDseCoordinatorHealth</c>; the open <see cref="CoordinatorServer"/> is a singleton service once the host started.
+    /// The coordinator service accepts and sends messages up to <see cref="CoordinatorServerOptions.MaxMessageSize"/>;
+    /// with <see cref="CoordinatorServerOptions.StopHostOnFault"/> the host stops once the coordinator stopped serving.
     /// </summary>
     /// <param name="services">The services.</param>
     /// <param name="createLog">Creates the coordinator log (not opened yet); called once, when the host starts.</param>
@@ -46,6 +48,12 @@ public static class DseCoordinatorServiceCollectionExtensions
             health.UseHealthChecksCache = false;
             health.Services.Map(CoordinatorMethods.ServiceName, check => check.Name == CoordinatorHealthCheck.Name);
         }).AddCheck<CoordinatorHealthCheck>(CoordinatorHealthCheck.Name);
-        return services.AddGrpc();
+
+        // gRPC's 4 MB default is too small for a listing after a long outage; the limit is the coordinator's own.
+        return services.AddGrpc().AddServiceOptions<CoordinatorGrpcService>(grpc =>
+        {
+            grpc.MaxReceiveMessageSize = options.MaxMessageSize;
+            grpc.MaxSendMessageSize = options.MaxMessageSize;
+        });
     }
 }

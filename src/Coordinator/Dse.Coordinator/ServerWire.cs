@@ -69,6 +69,8 @@ internal static class ServerWire
 
     public static long FromWire(Wire.HeartbeatRequest request) => ObjectId(request.ObjectId, "HeartbeatRequest.object_id");
 
+    public static long FromWire(Wire.RemoveParticipantRequest request) => ObjectId(request.ObjectId, "RemoveParticipantRequest.object_id");
+
     /// <summary>The epoch to wait past, and how long to wait: the client's wish, capped at <paramref name="cap"/>.</summary>
     public static (long KnownEpoch, TimeSpan Wait) FromWire(Wire.WaitForChangeRequest request, TimeSpan cap)
     {

@@ -37,6 +37,9 @@ public sealed class CoordinatorTestServer : IAsyncDisposable
 
     public ClusterCoordinator Coordinator => Server.Coordinator;
 
+    /// <summary>The host's lifetime: whether something asked it to stop.</summary>
+    public IHostApplicationLifetime Lifetime => _app.Services.GetRequiredService<IHostApplicationLifetime>();
+
     public static async Task<CoordinatorTestServer> StartAsync(Func<ICoordinatorLog> createLog, Action<CoordinatorServerOptions>? configure = null, ILoggerProvider? logs = null)
     {
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });

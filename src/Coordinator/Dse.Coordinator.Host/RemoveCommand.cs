@@ -1,0 +1,125 @@
+using System.Globalization;
+using Dse.Coordinator.Client;
+
+namespace Dse.Coordinator.Host;
+
+/// <summary>
+/// <c>remove --coordinator URL --id N</c>: the operator's removal of a participant that is gone for good, through the
+/// coordinator's RemoveParticipant RPC. Prints what happened and exits with a code a script can test.
+/// </summary>
+internal static class RemoveCommand
+{
+    public const string Name = "remove";
+
+    public const int ExitRemoved = 0;
+    public const int ExitAlreadyRemoved = 1;
+    public const int ExitUsage = 2;
+    public const int ExitRefused = 4;
+
+    public static async Task<int> RunAsync(IReadOnlyList<string> args)
+    {
+        if (args.Contains("-h") || args.Contains("--help"))
+        {
+            await Console.Out.WriteAsync(HostArguments.Usage);
+            return ExitRemoved;
+        }
+
+        Uri coordinator;
+        long id;
+        try
+        {
+            (coordinator, id) = Parse(args);
+        }
+        catch (HostArgumentException ex)
+        {
+            await Console.Error.WriteLineAsync($"error: {ex.Message}{Environment.NewLine}{Environment.NewLine}{HostArguments.Usage}");
+            return ExitUsage;
+        }
+
+        using var client = new GrpcCoordinatorClient(coordinator);
+        try
+        {
+            if (await client.RemoveParticipantAsync(id))
+            {
+                await Console.Out.WriteLineAsync($"Participant {id} removed from the cluster by the coordinator at {coordinator}.");
+                return ExitRemoved;
+            }
+
+            await Console.Out.WriteLineAsync($"Participant {id} was removed already; nothing changed.");
+            return ExitAlreadyRemoved;
+        }
+        catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.Unavailable)
+        {
+            await Console.Error.WriteLineAsync($"error: the coordinator at {coordinator} is unreachable or not serving: {ex.Message}");
+            return ExitRefused;
+        }
+        catch (DseCoordinatorException ex)
+        {
+            await Console.Error.WriteLineAsync($"error: the coordinator at {coordinator} refused to remove participant {id} ({ex.Code}): {ex.Message}");
+            return ExitRefused;
+        }
+    }
+
+    private static (Uri Coordinator, long Id) Parse(IReadOnlyList<string> args)
+    {
+        string? coordinator = null;
+        string? id = null;
+        for (int i = 0; i < args.Count; i++)
+        {
+            string arg = args[i];
+            int equals = arg.IndexOf('=', StringComparison.Ordinal);
+            string name = equals > 0 ? arg[..equals] : arg;
+            if (name is not ("--coordinator" or "--id"))
+            {
+                throw new HostArgumentException(arg.StartsWith("--", StringComparison.Ordinal)
+                    ? $"{Name}: unknown option {HostArguments.Shown(name)}."
+                    : $"{Name}: unexpected argument {HostArguments.Shown(arg)}.");
+            }
+
+            string value;
+            if (equals > 0)
+            {
+                value = arg[(equals + 1)..];
+            }
+            else if (i + 1 < args.Count)
+            {
+                value = args[++i];
+            }
+            else
+            {
+                throw new HostArgumentException($"{Name}: {name} needs a value.");
+            }
+
+            if ((name == "--coordinator" ? coordinator : id) is not null)
+            {
+                throw new HostArgumentException($"{Name}: {name} is given twice.");
+            }
+
+            if (name == "--coordinator")
+            {
+                coordinator = value;
+            }
+            else
+            {
+                id = value;
+            }
+        }
+
+        if (coordinator is null || id is null)
+        {
+            throw new HostArgumentException($"{Name}: {(coordinator is null ? "--coordinator" : "--id")} is required.");
+        }
+
+        if (!Uri.TryCreate(coordinator, UriKind.Absolute, out var address) || (address.Scheme != Uri.UriSchemeHttp && address.Scheme != Uri.UriSchemeHttps))
+        {
+            throw new HostArgumentException($"{Name}: --coordinator must be an http or https URL such as http://127.0.0.1:5180 (got {HostArguments.Shown(coordinator)}).");
+        }
+
+        if (!long.TryParse(id, NumberStyles.None, CultureInfo.InvariantCulture, out long objectId))
+        {
+            throw new HostArgumentException($"{Name}: --id must be a participant id, a whole number of 0 or more (got {HostArguments.Shown(id)}).");
+        }
+
+        return (address, objectId);
+    }
+}
