@@ -10,9 +10,20 @@ internal sealed class DarqTestStorage
     public const long PageSize = 1 << 16;
     public const long SegmentSize = 1 << 17;
 
-    public InMemoryStorage Log { get; } = new();
+    public DarqTestStorage()
+        : this(new InMemoryStorage(), new InMemoryStorage())
+    {
+    }
 
-    public InMemoryStorage Commits { get; } = new();
+    private DarqTestStorage(InMemoryStorage log, InMemoryStorage commits)
+    {
+        Log = log;
+        Commits = commits;
+    }
+
+    public InMemoryStorage Log { get; }
+
+    public InMemoryStorage Commits { get; }
 
     public FaultInjectingDevice? LogFaults { get; private set; }
 
@@ -39,6 +50,9 @@ internal sealed class DarqTestStorage
         configure?.Invoke(options);
         return Darq.OpenAsync(options);
     }
+
+    /// <summary>A point-in-time copy of both devices' bytes, to open a second DARQ without touching this storage.</summary>
+    public DarqTestStorage Snapshot() => new(Log.Clone(), Commits.Clone());
 
     /// <summary>A crash: from now on nothing either device is asked to write reaches storage.</summary>
     public void CrashNow()

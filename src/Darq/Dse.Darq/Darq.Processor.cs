@@ -108,19 +108,20 @@ public sealed partial class Darq
             var addresses = await AppendBatchAsync(entries, cancellationToken).ConfigureAwait(false);
 
             // Appended: apply the step to the in-memory state; nothing below can fail.
+            var start = new StepStart(addresses[0], _nextSequence);
             var selfLsns = new long[step.SelfMessages.Count];
             var outLsns = new long[step.OutMessages.Count];
             for (int i = 0; i < selfLsns.Length; i++)
             {
                 selfLsns[i] = addresses[i];
-                _unconsumed.Add(addresses[i], new PendingMessage(DarqMessageKind.Self, _nextSequence + i, entries[i].AsMemory(DarqEntryFormat.HeaderSize)));
+                _unconsumed.Add(addresses[i], new PendingMessage(DarqMessageKind.Self, start, entries[i].AsMemory(DarqEntryFormat.HeaderSize)));
             }
 
             for (int i = 0; i < outLsns.Length; i++)
             {
                 int index = selfLsns.Length + i;
                 outLsns[i] = addresses[index];
-                _pendingOut.Add(addresses[index], _nextSequence + index);
+                _pendingOut.Add(addresses[index], start);
             }
 
             foreach (long lsn in step.Consumed)

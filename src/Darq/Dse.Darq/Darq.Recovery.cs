@@ -47,6 +47,7 @@ public sealed partial class Darq
         long tail = _log.TailAddress;
         long expected = state.BeginSequence;
         int openStepEntries = 0;
+        var openStep = default(StepStart);
         long address = begin;
         using (var iterator = _log.Scan(begin, tail, name: null, recover: false))
         {
@@ -86,7 +87,7 @@ public sealed partial class Darq
                 }
 
                 expected++;
-                ApplyRecovered(kind, span, address, sequence, ref openStepEntries);
+                ApplyRecovered(kind, span, address, sequence, ref openStepEntries, ref openStep);
             }
         }
 
@@ -107,7 +108,9 @@ public sealed partial class Darq
         DarqLog.Opened(_logger, Name, commitNum, begin, tail, _unconsumed.Count, _producers.Count, _incarnation);
     }
 
-    private void ApplyRecovered(DarqEntryKind kind, ReadOnlySpan<byte> entry, long address, long sequence, ref int openStepEntries)
+    /// <summary>Applies one recovered entry; <paramref name="openStep"/> is where the step of the open SELF/OUT entries starts.</summary>
+    private void ApplyRecovered(DarqEntryKind kind, ReadOnlySpan<byte> entry, long address, long sequence, ref int openStepEntries,
+        ref StepStart openStep)
     {
         var body = DarqEntryFormat.Body(entry);
         if (openStepEntries > 0 && kind is DarqEntryKind.In or DarqEntryKind.Register)
@@ -115,17 +118,22 @@ public sealed partial class Darq
             throw Corrupt(address, $"a {kind} entry inside a step (after {openStepEntries} SELF/OUT entries without their completion)");
         }
 
+        if (openStepEntries == 0 && kind is DarqEntryKind.Self or DarqEntryKind.Out)
+        {
+            openStep = new StepStart(address, sequence);
+        }
+
         switch (kind)
         {
             case DarqEntryKind.In:
-                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.In, sequence, body[16..].ToArray()));
+                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.In, new StepStart(address, sequence), body[16..].ToArray()));
                 break;
             case DarqEntryKind.Self:
-                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.Self, sequence, body.ToArray()));
+                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.Self, openStep, body.ToArray()));
                 openStepEntries++;
                 break;
             case DarqEntryKind.Out:
-                _pendingOut.Add(address, sequence);
+                _pendingOut.Add(address, openStep);
                 openStepEntries++;
                 break;
             case DarqEntryKind.Completion:

@@ -33,8 +33,11 @@ public sealed partial class Darq : IAsyncDisposable
     /// <summary>Unconsumed IN and SELF messages by LSN (all at or after the begin address).</summary>
     private readonly SortedDictionary<long, PendingMessage> _unconsumed = [];
 
-    /// <summary>OUT entries not yet acknowledged (delivery is not built yet, so they stay) by LSN, with their sequence numbers.</summary>
-    private readonly SortedDictionary<long, long> _pendingOut = [];
+    /// <summary>
+    /// OUT entries not yet acknowledged (delivery is not built yet, so they stay) by LSN, with the start of their step
+    /// (truncation keeps whole steps).
+    /// </summary>
+    private readonly SortedDictionary<long, StepStart> _pendingOut = [];
 
     /// <summary>Consumed LSNs at or after the begin address, to tell "already consumed" from "unknown".</summary>
     private readonly SortedSet<long> _consumed = [];
@@ -187,8 +190,8 @@ public sealed partial class Darq : IAsyncDisposable
     }
 
     /// <summary>
-    /// Truncates the completed prefix of the log (everything before the oldest unconsumed IN or SELF message or
-    /// unacknowledged OUT message) and commits, so that the truncation is durable.
+    /// Truncates the completed prefix of the log (everything before the step holding the oldest unconsumed IN or SELF
+    /// message or unacknowledged OUT message; steps are kept whole) and commits, so that the truncation is durable.
     /// </summary>
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <returns>The new begin address.</returns>
@@ -282,7 +285,7 @@ public sealed partial class Darq : IAsyncDisposable
             long lsn = await AppendAsync(entry, cancellationToken).ConfigureAwait(false);
 
             // Appended: from here on nothing may fail before the state reflects the entry.
-            var message = new PendingMessage(DarqMessageKind.In, _nextSequence, entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
+            var message = new PendingMessage(DarqMessageKind.In, new StepStart(lsn, _nextSequence), entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
             _nextSequence++;
             if (dedup)
             {
@@ -389,29 +392,32 @@ public sealed partial class Darq : IAsyncDisposable
         {
             ThrowIfDisposed();
 
-            // The completed prefix ends at the oldest entry still pending, or at the tail when none is.
-            long until = _log.TailAddress;
-            long sequence = _nextSequence;
-            foreach (var (lsn, message) in _unconsumed)
+            // The completed prefix ends at the start of the step holding the oldest entry still pending, or at the tail
+            // when none is. Recovery checks each completion against all SELF/OUT entries of its step, so a truncation
+            // must never cut a step in half: a consumed SELF before a pending OUT of the same step stays in the log.
+            // Steps are contiguous, so the oldest pending entry's step starts before every other pending entry's.
+            var start = new StepStart(_log.TailAddress, _nextSequence);
+            foreach (var message in _unconsumed.Values)
             {
-                (until, sequence) = (lsn, message.Sequence);
+                start = message.Step;
                 break;
             }
 
-            foreach (var (lsn, outSequence) in _pendingOut)
+            foreach (var outStep in _pendingOut.Values)
             {
-                if (lsn < until)
+                if (outStep.Lsn < start.Lsn)
                 {
-                    (until, sequence) = (lsn, outSequence);
+                    start = outStep;
                 }
 
                 break;
             }
 
+            long until = start.Lsn;
             if (until > _log.BeginAddress)
             {
                 _log.TruncateUntil(until);
-                _beginSequence = sequence;
+                _beginSequence = start.Sequence;
                 while (_consumed.Count > 0 && _consumed.Min < until)
                 {
                     _consumed.Remove(_consumed.Min);
@@ -458,8 +464,14 @@ public sealed partial class Darq : IAsyncDisposable
         }
     }
 
-    /// <summary>An unconsumed IN or SELF message: its kind, entry sequence number and payload.</summary>
-    private sealed record PendingMessage(DarqMessageKind Kind, long Sequence, ReadOnlyMemory<byte> Payload);
+    /// <summary>
+    /// An unconsumed IN or SELF message: its kind, the start of the step that appended it (an IN message is a step of
+    /// its own) and its payload.
+    /// </summary>
+    private sealed record PendingMessage(DarqMessageKind Kind, StepStart Step, ReadOnlyMemory<byte> Payload);
+
+    /// <summary>Where a step (the unit truncation keeps whole) begins: its first entry's LSN and sequence number.</summary>
+    private readonly record struct StepStart(long Lsn, long Sequence);
 
     /// <summary>A step's entries handed to FasterLog as one batch.</summary>
     private sealed class EntryBatch(List<byte[]> entries) : IReadOnlySpanBatch
