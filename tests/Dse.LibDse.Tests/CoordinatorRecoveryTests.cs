@@ -306,12 +306,14 @@ public class CoordinatorRecoveryTests
         var journal = new ListJournal();
         var c = await OpenAsync(journal);
         await c.ConnectAsync(Request(1));
+        Assert.False(c.Faulted.IsCompleted);
         journal.FailNext = true;
 
         var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ConnectAsync(Request(1)).AsTask());
 
         Assert.Equal(CoordinatorErrorCode.Unavailable, ex.Code);
         Assert.NotNull(c.Fault);
+        Assert.True(c.Faulted.IsCompletedSuccessfully);
         var after = await Assert.ThrowsAsync<DseCoordinatorException>(() => c.ReportPersistedAsync(1, V(1)).AsTask());
         Assert.Equal(CoordinatorErrorCode.Unavailable, after.Code);
         Assert.Equal(0, c.WorldLine);

@@ -65,27 +65,20 @@ internal sealed class CoordinatorServerLifetime(
         }
     }
 
-    /// <summary>
-    /// Waits for the coordinator's next change until one fails: a coordinator that stopped serving fails every wait
-    /// (its pending waits too, at the moment it stops), so this reacts to the fault itself, not to a poll.
-    /// </summary>
+    /// <summary>Waits for the coordinator to stop serving (<see cref="ClusterCoordinator.Faulted"/>), then stops the host.</summary>
     private static async Task StopOnFaultAsync(ClusterCoordinator coordinator, IHostApplicationLifetime lifetime, ILogger logger, CancellationToken cancellationToken)
     {
         try
         {
-            while (true)
-            {
-                await coordinator.WaitForChangeAsync(coordinator.State.Epoch, cancellationToken).ConfigureAwait(false);
-            }
+            await coordinator.Faulted.WaitAsync(cancellationToken).ConfigureAwait(false);
         }
         catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
         {
             return;
         }
-        catch (DseCoordinatorException) when (coordinator.Fault is { } fault)
-        {
-            CoordinatorServiceMessages.StoppingOnFault(logger, fault.Message, fault);
-            lifetime.StopApplication();
-        }
+
+        var fault = coordinator.Fault!;
+        CoordinatorServiceMessages.StoppingOnFault(logger, fault.Message, fault);
+        lifetime.StopApplication();
     }
 }

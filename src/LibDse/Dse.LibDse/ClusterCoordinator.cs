@@ -46,6 +46,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
 
     // Set once the journal failed: the outcome of the last append is unknown, so the coordinator stops serving.
     private Exception? _fault;
+    private readonly TaskCompletionSource _faulted = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Cold start (ExpectedParticipants set), guarded by _lock: the expected ids, who has not connected yet, and the
     // listings and waiting connects of those who have. Nothing enters the graph until the last one arrives.
@@ -135,6 +136,9 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
             }
         }
     }
+
+    /// <summary>Completes when the coordinator stops serving (<see cref="Fault"/> is set); a host restarts it then.</summary>
+    public Task Faulted => _faulted.Task;
 
     /// <inheritdoc />
     public async ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default)
@@ -280,6 +284,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
             _blocked?.TrySetException(error);
             _blocked = null;
             _changed.TrySetException(error);
+            _faulted.TrySetResult();
             CoordinatorLog.Faulted(_logger, ex);
             throw error;
         }
@@ -586,6 +591,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
                 _blocked?.TrySetException(error);
                 _blocked = null;
                 _changed.TrySetException(error);
+                _faulted.TrySetResult();
             }
 
             CoordinatorLog.Faulted(_logger, ex);
