@@ -25,6 +25,9 @@ public sealed partial class Darq : IAsyncDisposable
     private readonly DarqCommitManager _commitManager;
     private readonly KeyValuePair<string, object?> _tag;
 
+    /// <summary>How long <see cref="DisposeAsync"/> waits for its final commit before closing anyway.</summary>
+    private static readonly TimeSpan FinalCommitTimeout = TimeSpan.FromSeconds(30);
+
     /// <summary>Serializes every mutation and commit request; everything below is guarded by it.</summary>
     private readonly SemaphoreSlim _gate = new(1, 1);
 
@@ -97,8 +100,22 @@ public sealed partial class Darq : IAsyncDisposable
 
         // FasterLog's recovery info (addresses, commit number, iterators) plus the cookie, with room to spare.
         int maxMetadata = DarqCommitState.MaxSize(options.MaxProducers) + 4096;
-        var commitManager = await DarqCommitManager.OpenAsync(options.CommitDevice!, maxMetadata, options.OwnsDevices, logger, options.Name)
-            .ConfigureAwait(false);
+        DarqCommitManager commitManager;
+        try
+        {
+            commitManager = await DarqCommitManager.OpenAsync(options.CommitDevice!, maxMetadata, options.OwnsDevices, logger, options.Name)
+                .ConfigureAwait(false);
+        }
+        catch
+        {
+            if (options.OwnsDevices)
+            {
+                DisposeDevices(options.CommitDevice!, options.LogDevice!);
+            }
+
+            throw;
+        }
+
         FasterLog? log = null;
         try
         {
@@ -126,14 +143,35 @@ public sealed partial class Darq : IAsyncDisposable
         }
         catch
         {
-            log?.Dispose();
-            commitManager.Dispose();
-            if (options.OwnsDevices)
+            commitManager.Close();
+            try
             {
-                options.LogDevice!.Dispose();
+                log?.Dispose();
+            }
+            finally
+            {
+                // Disposes the commit device when owned.
+                commitManager.Dispose();
+                if (options.OwnsDevices)
+                {
+                    options.LogDevice!.Dispose();
+                }
             }
 
             throw;
+        }
+    }
+
+    /// <summary>Disposes devices one after the other, each even when an earlier one throws.</summary>
+    private static void DisposeDevices(IDevice first, IDevice second)
+    {
+        try
+        {
+            first.Dispose();
+        }
+        finally
+        {
+            second.Dispose();
         }
     }
 
@@ -169,6 +207,7 @@ public sealed partial class Darq : IAsyncDisposable
 
     /// <summary>Commits the log up to its current tail, with the DARQ state, and waits until that commit is durable.</summary>
     /// <param name="cancellationToken">Cancels waiting; the commit itself still happens.</param>
+    /// <exception cref="IOException">Commit-record writes to the commit device keep failing; the commit is retried in the background.</exception>
     public async ValueTask CommitAsync(CancellationToken cancellationToken = default)
     {
         ThrowIfDisposed();
@@ -179,6 +218,7 @@ public sealed partial class Darq : IAsyncDisposable
     /// <param name="address">The address to wait for.</param>
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <remarks>This issues no commit: the group commit (or <see cref="CommitAsync"/>) does.</remarks>
+    /// <exception cref="IOException">Commit-record writes to the commit device keep failing; commits are retried in the background.</exception>
     public ValueTask WaitForCommitAsync(long address, CancellationToken cancellationToken = default)
     {
         if (_log.CommittedUntilAddress >= address)
@@ -186,7 +226,7 @@ public sealed partial class Darq : IAsyncDisposable
             return ValueTask.CompletedTask;
         }
 
-        return _log.WaitForCommitAsync(address, -1, cancellationToken);
+        return UntilCommitFailureAsync(_log.WaitForCommitAsync(address, -1, cancellationToken));
     }
 
     /// <summary>
@@ -223,9 +263,10 @@ public sealed partial class Darq : IAsyncDisposable
 
         try
         {
-            await CommitCoreAsync(CancellationToken.None).ConfigureAwait(false);
+            // Bounded: a commit device that stopped answering must not keep the DARQ from closing.
+            await CommitCoreAsync(CancellationToken.None).AsTask().WaitAsync(FinalCommitTimeout, _options.TimeProvider).ConfigureAwait(false);
         }
-        catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
+        catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException or TimeoutException)
         {
             DarqLog.CommitFailed(_logger, e, Name);
         }
@@ -235,11 +276,21 @@ public sealed partial class Darq : IAsyncDisposable
         {
             _processor?.Close();
             _processor = null;
-            _log.Dispose();
-            _commitManager.Dispose();
-            if (_options.OwnsDevices)
+
+            // Stop retrying commit-record writes first, so FasterLog's commit worker is free when the log is disposed.
+            _commitManager.Close();
+            try
             {
-                _options.LogDevice!.Dispose();
+                _log.Dispose();
+            }
+            finally
+            {
+                // Disposes the commit device when owned.
+                _commitManager.Dispose();
+                if (_options.OwnsDevices)
+                {
+                    _options.LogDevice!.Dispose();
+                }
             }
         }
         finally
@@ -333,6 +384,30 @@ public sealed partial class Darq : IAsyncDisposable
         return addresses;
     }
 
+    /// <summary>
+    /// Awaits a commit wait, or fails with the commit manager's <see cref="IOException"/> when commit-record writes keep
+    /// failing (the commit wait alone would then not end until the device recovers).
+    /// </summary>
+    private async ValueTask UntilCommitFailureAsync(ValueTask commitWait)
+    {
+        if (commitWait.IsCompleted)
+        {
+            await commitWait.ConfigureAwait(false);
+            return;
+        }
+
+        var wait = commitWait.AsTask();
+        var failure = _commitManager.Failure;
+        if (await Task.WhenAny(wait, failure).ConfigureAwait(false) == failure)
+        {
+            // The abandoned wait may still fault (the log is disposed later); observe it.
+            _ = wait.ContinueWith(static t => _ = t.Exception, CancellationToken.None, TaskContinuationOptions.OnlyOnFaulted, TaskScheduler.Default);
+            await failure.ConfigureAwait(false);
+        }
+
+        await wait.ConfigureAwait(false);
+    }
+
     private async ValueTask CommitCoreAsync(CancellationToken cancellationToken)
     {
         ValueTask<(bool, long, long)> pending;
@@ -365,16 +440,37 @@ public sealed partial class Darq : IAsyncDisposable
             _gate.Release();
         }
 
-        if (started != 0)
+        try
         {
-            await pending.ConfigureAwait(false);
-            if (DarqInstrumentation.CommitLatency.Enabled)
+            if (started != 0)
             {
-                DarqInstrumentation.CommitLatency.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds, _tag);
+                await UntilCommitFailureAsync(AsValueTask(pending)).ConfigureAwait(false);
+                if (DarqInstrumentation.CommitLatency.Enabled)
+                {
+                    DarqInstrumentation.CommitLatency.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds, _tag);
+                }
             }
+
+            await WaitForCommitAsync(waitFor, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
+        {
+            // The commit may not have happened: the next commit request must issue a commit rather than take the
+            // "nothing changed" path and wait for this one.
+            await _gate.WaitAsync(CancellationToken.None).ConfigureAwait(false);
+            try
+            {
+                _lastCommitTail = -1;
+            }
+            finally
+            {
+                _gate.Release();
+            }
+
+            throw;
         }
 
-        await WaitForCommitAsync(waitFor, cancellationToken).ConfigureAwait(false);
+        static async ValueTask AsValueTask(ValueTask<(bool, long, long)> commit) => await commit.ConfigureAwait(false);
     }
 
     private DarqCommitState CaptureState() => new()
@@ -453,13 +549,19 @@ public sealed partial class Darq : IAsyncDisposable
             {
                 return;
             }
-            catch (ObjectDisposedException)
+            catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
             {
                 return;
             }
             catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
             {
                 DarqLog.CommitFailed(_logger, e, Name);
+            }
+#pragma warning disable CA1031 // The loop is the DARQ's only group commit: an unexpected error must not end it silently.
+            catch (Exception e)
+#pragma warning restore CA1031
+            {
+                DarqLog.CommitLoopError(_logger, e, Name);
             }
         }
     }

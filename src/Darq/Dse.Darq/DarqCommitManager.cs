@@ -13,9 +13,15 @@ namespace Dse.Darq;
 /// that a torn commit write always leaves the previous commit intact. Layout in docs/darq-format.md.
 /// </summary>
 /// <remarks>
-/// FasterLog calls <see cref="Commit"/> synchronously from its serial commit worker, after the log data of that commit
-/// has been flushed; the device write therefore blocks that worker until the device acknowledges it (FASTER's own
-/// device commit manager does the same). Commits never run concurrently with each other.
+/// <para>FasterLog calls <see cref="Commit"/> synchronously from its serial commit worker, after the log data of that
+/// commit has been flushed; the device write therefore blocks that worker until the device acknowledges it (FASTER's own
+/// device commit manager does the same). Commits never run concurrently with each other.</para>
+/// <para><see cref="Commit"/> must not throw: FasterLog's commit worker swallows the exception and that commit (and
+/// every waiter on it) never completes. A failed slot write is therefore retried with backoff until it succeeds or the
+/// DARQ closes. From the <see cref="PersistentFailureAttempts"/>th failed attempt in a row on, every failed attempt
+/// faults the current <see cref="Failure"/> task (and installs a fresh one), so that callers waiting for a commit get a
+/// clear exception instead of waiting for the device forever, and a caller that starts waiting during an outage learns
+/// the outcome of the next attempt.</para>
 /// </remarks>
 internal sealed class DarqCommitManager : ILogCommitManager
 {
@@ -24,6 +30,12 @@ internal sealed class DarqCommitManager : ILogCommitManager
     public const int HeaderSize = 64;
     private const int HashedHeaderBytes = 56;
     private const int Alignment = 4096;
+
+    /// <summary>Failed attempts in a row after which a commit-record write counts as persistently failing (about 0.25 s of backoff).</summary>
+    public const int PersistentFailureAttempts = 8;
+
+    private static readonly TimeSpan FirstRetryDelay = TimeSpan.FromMilliseconds(1);
+    private static readonly TimeSpan MaxRetryDelay = TimeSpan.FromSeconds(1);
 
     private readonly IDevice _device;
     private readonly bool _ownsDevice;
@@ -36,8 +48,17 @@ internal sealed class DarqCommitManager : ILogCommitManager
     /// <summary>Valid commits by number (at most the two newest); guarded by locking the dictionary.</summary>
     private readonly SortedDictionary<long, byte[]> _commits = [];
 
+    /// <summary>Cancelled when the DARQ closes: a commit-record write still failing then gives up.</summary>
+    private readonly CancellationTokenSource _closing = new();
+
     /// <summary>The slot the next commit goes to (0 or 1); only the serial commit worker touches it after open.</summary>
     private int _nextSlot;
+
+    /// <summary>
+    /// Faulted by the next failed commit-record write attempt once failures are persistent, and then replaced by a fresh
+    /// one. Written only by the serial commit worker.
+    /// </summary>
+    private volatile TaskCompletionSource _failure = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     private DarqCommitManager(IDevice device, int maxMetadataBytes, bool ownsDevice, ILogger logger, string darqName)
     {
@@ -61,6 +82,13 @@ internal sealed class DarqCommitManager : ILogCommitManager
             }
         }
     }
+
+    /// <summary>
+    /// Completes only by faulting, with an <see cref="IOException"/>, when a commit-record write attempt fails after
+    /// failures became persistent (or the DARQ closes with a commit unwritten); a caller waiting for a commit takes this
+    /// task when it starts waiting and races against it.
+    /// </summary>
+    public Task Failure => _failure.Task;
 
     /// <summary>Opens the manager on a device and reads both slots.</summary>
     public static async Task<DarqCommitManager> OpenAsync(IDevice device, int maxMetadataBytes, bool ownsDevice, ILogger logger, string darqName)
@@ -93,12 +121,16 @@ internal sealed class DarqCommitManager : ILogCommitManager
     }
 
     /// <inheritdoc />
+    /// <remarks>Never throws while the DARQ is open: a failed write is retried (see the type's remarks).</remarks>
     public unsafe void Commit(long beginAddress, long untilAddress, byte[] commitMetadata, long commitNum, bool forceWriteMetadata)
     {
         if (commitMetadata.Length > _maxMetadataBytes)
         {
-            throw new InvalidOperationException(
+            // Cannot happen with DarqOptions.MaxProducers bounding the cookie; retrying would not help.
+            var tooLarge = new InvalidOperationException(
                 $"DARQ '{_darqName}': commit metadata of {commitMetadata.Length} bytes exceeds the slot capacity of {_maxMetadataBytes} bytes.");
+            Fail(tooLarge);
+            throw tooLarge;
         }
 
         int length = RoundUp(HeaderSize + commitMetadata.Length, _sectorSize);
@@ -118,12 +150,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
             BinaryPrimitives.WriteUInt64LittleEndian(span[HashedHeaderBytes..], XxHash64.HashToUInt64(span[..HashedHeaderBytes]));
 
             int slot = _nextSlot;
-            uint error = WriteBlocking((IntPtr)buffer, (ulong)slot * (ulong)_slotSize, (uint)length);
-            if (error != 0)
-            {
-                throw new IOException($"DARQ '{_darqName}': writing commit {commitNum} to device '{_device.FileName}' failed with error code {error}.");
-            }
-
+            WriteWithRetry((IntPtr)buffer, slot, (uint)length, commitNum);
             _nextSlot = 1 - slot;
             lock (_commits)
             {
@@ -138,6 +165,15 @@ internal sealed class DarqCommitManager : ILogCommitManager
         {
             NativeMemory.AlignedFree(buffer);
         }
+    }
+
+    /// <summary>
+    /// Stops retrying: a commit-record write still failing gives up (its commit never completes, and <see cref="Failure"/>
+    /// faults), so that FasterLog's commit worker is free before the log is disposed.
+    /// </summary>
+    public void Close()
+    {
+        _closing.Cancel();
     }
 
     /// <inheritdoc />
@@ -192,6 +228,8 @@ internal sealed class DarqCommitManager : ILogCommitManager
     /// <inheritdoc />
     public void Dispose()
     {
+        _closing.Cancel();
+        _closing.Dispose();
         if (_ownsDevice)
         {
             _device.Dispose();
@@ -267,6 +305,63 @@ internal sealed class DarqCommitManager : ILogCommitManager
 
         Debug.Assert(length <= _maxMetadataBytes || length <= slotBytes.Length - HeaderSize, "a valid record fits its slot");
         return (commitNum, slotBytes.Slice(HeaderSize, length).ToArray());
+    }
+
+    /// <summary>
+    /// Writes a commit record to its slot, retrying with exponential backoff until the device accepts it; throws only
+    /// once the DARQ closes. Runs on FasterLog's commit worker, which is blocked for the device write anyway.
+    /// </summary>
+    private void WriteWithRetry(IntPtr source, int slot, uint length, long commitNum)
+    {
+        var delay = FirstRetryDelay;
+        for (int attempt = 1; ; attempt++)
+        {
+            uint error = WriteBlocking(source, (ulong)slot * (ulong)_slotSize, length);
+            if (error == 0)
+            {
+                if (attempt > 1)
+                {
+                    DarqLog.CommitWriteRecovered(_logger, _darqName, commitNum, attempt);
+                }
+
+                return;
+            }
+
+            // Log the first failures and then every power of two, not every retry of a long outage.
+            if (attempt <= 2 || uint.IsPow2((uint)attempt))
+            {
+                DarqLog.CommitWriteFailed(_logger, _darqName, commitNum, _device.FileName, error, attempt, (long)delay.TotalMilliseconds);
+            }
+
+            if (attempt >= PersistentFailureAttempts)
+            {
+                Fail(new IOException(
+                    $"DARQ '{_darqName}': writing commit records to device '{_device.FileName}' keeps failing ({attempt} attempts for commit " +
+                    $"{commitNum}, last error code {error}); the commit is retried in the background until the device recovers or the DARQ closes."));
+            }
+
+            // A blocking wait, on a thread that blocks for the device write anyway; Close ends it at once.
+            if (_closing.Token.WaitHandle.WaitOne(delay))
+            {
+                var closed = new IOException(
+                    $"DARQ '{_darqName}' closed while commit {commitNum} could not be written to device '{_device.FileName}' (last error code {error}).");
+                Fail(closed);
+                throw closed;
+            }
+
+            delay = delay * 2 < MaxRetryDelay ? delay * 2 : MaxRetryDelay;
+        }
+    }
+
+    /// <summary>Faults the current <see cref="Failure"/> for everyone waiting on it, and installs a fresh one for later waiters.</summary>
+    private void Fail(Exception exception)
+    {
+        var failure = _failure;
+        _failure = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        failure.TrySetException(exception);
+
+        // Nobody may be waiting: mark the exception observed.
+        _ = failure.Task.Exception;
     }
 
     private uint WriteBlocking(IntPtr source, ulong address, uint length)

@@ -32,4 +32,16 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4007, Level = LogLevel.Warning,
         Message = "DARQ '{Darq}' ignores commit slot {Slot}: {Problem}.")]
     public static partial void CommitSlotInvalid(ILogger logger, string darq, int slot, string problem);
+
+    [LoggerMessage(EventId = 4008, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' could not write commit {CommitNum} to device '{Device}' (error code {ErrorCode}, attempt {Attempt}); retrying in {DelayMs} ms.")]
+    public static partial void CommitWriteFailed(ILogger logger, string darq, long commitNum, string device, uint errorCode, int attempt, long delayMs);
+
+    [LoggerMessage(EventId = 4009, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}' wrote commit {CommitNum} after {Attempts} attempts.")]
+    public static partial void CommitWriteRecovered(ILogger logger, string darq, long commitNum, int attempts);
+
+    [LoggerMessage(EventId = 4010, Level = LogLevel.Error,
+        Message = "DARQ '{Darq}' background commit loop caught an unexpected error; it keeps running.")]
+    public static partial void CommitLoopError(ILogger logger, Exception exception, string darq);
 }
