@@ -135,6 +135,54 @@ public sealed class DarqRulesTests
     }
 
     [Fact]
+    public async Task Step_SameLsnTwiceAmongManyConsumed_RefusedAndNothingApplied()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync();
+        var processor = await darq.RegisterProcessorAsync();
+        var step = new DarqStep();
+        long first = -1;
+        for (int i = 0; i < 100; i++)
+        {
+            long lsn = (await darq.EnqueueAsync("x".Bytes())).Lsn;
+            first = first < 0 ? lsn : first;
+            step.Consume(lsn);
+        }
+
+        long tail = darq.TailAddress;
+        var error = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.StepAsync(step.Consume(first)).AsTask());
+
+        Assert.Equal(DarqStepRejection.ConsumedTwiceInStep, error.Reason);
+        Assert.Equal(first, error.Lsn);
+        Assert.Equal(100, darq.UnconsumedCount);
+        Assert.Equal(tail, darq.TailAddress);
+    }
+
+    [Fact]
+    public async Task Step_ConsumesFiftyThousandMessages_AppliedWhole()
+    {
+        // Validation runs under the gate; a quadratic duplicate check took seconds at this size.
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o =>
+        {
+            o.PageSize = 1 << 20;
+            o.MemorySize = 1 << 23;
+            o.SegmentSize = 1 << 22;
+            o.MaxMessageSize = 1024;
+        });
+        var processor = await darq.RegisterProcessorAsync();
+        var step = new DarqStep();
+        for (int i = 0; i < 50_000; i++)
+        {
+            step.Consume((await darq.EnqueueAsync("x".Bytes())).Lsn);
+        }
+
+        await processor.StepAsync(step);
+
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task Enqueue_OversizedPayload_ArgumentExceptionAndNothingAppended()
     {
         var storage = new DarqTestStorage();

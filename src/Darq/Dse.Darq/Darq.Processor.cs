@@ -142,6 +142,9 @@ public sealed partial class Darq
         }
     }
 
+    /// <summary>Up to this many consumed LSNs, a step's duplicates are found by a linear scan rather than a set.</summary>
+    private const int SmallConsumedCount = 8;
+
     /// <summary>Checks what can be checked without the gate: sizes and names.</summary>
     private void CheckStepShape(DarqStep step)
     {
@@ -182,15 +185,24 @@ public sealed partial class Darq
     /// <summary>Every consumed LSN must be an unconsumed IN or SELF message, named once; call under the gate.</summary>
     private void ValidateConsumed(IReadOnlyList<long> consumed)
     {
+        // Duplicates: a linear scan for a handful of LSNs, a set beyond that (the gate is held, so stay O(n)).
+        HashSet<long>? seen = consumed.Count > SmallConsumedCount ? new HashSet<long>(consumed.Count) : null;
         for (int i = 0; i < consumed.Count; i++)
         {
             long lsn = consumed[i];
             DarqStepRejection? rejection = null;
-            for (int j = 0; j < i && rejection is null; j++)
+            if (seen is not null)
             {
-                if (consumed[j] == lsn)
+                rejection = seen.Add(lsn) ? null : DarqStepRejection.ConsumedTwiceInStep;
+            }
+            else
+            {
+                for (int j = 0; j < i && rejection is null; j++)
                 {
-                    rejection = DarqStepRejection.ConsumedTwiceInStep;
+                    if (consumed[j] == lsn)
+                    {
+                        rejection = DarqStepRejection.ConsumedTwiceInStep;
+                    }
                 }
             }
 
