@@ -245,14 +245,16 @@ internal sealed class DarqCommitManager : ILogCommitManager
         try
         {
             var (error, read) = await ReadAsync(buffer, (ulong)slot * (ulong)_slotSize, (uint)_slotSize).ConfigureAwait(false);
+            // A failed read is an error, not an empty slot: treating it as empty would open an older commit, or an
+            // empty DARQ, and the next commits would overwrite the real ones.
+            if (error != 0 && error != DeviceErrorCodes.NotFound)
+            {
+                throw new IOException($"DARQ '{_darqName}': reading commit slot {slot} from device '{_device.FileName}' failed with error code {error}.");
+            }
+
             if (error == DeviceErrorCodes.NotFound || read < HeaderSize)
             {
                 return (-1, null);
-            }
-
-            if (error != 0)
-            {
-                throw new IOException($"DARQ '{_darqName}': reading commit slot {slot} from device '{_device.FileName}' failed with error code {error}.");
             }
 
             return ParseSlot(AsSpan(buffer, (int)Math.Min(read, (uint)_slotSize)), slot);
