@@ -182,7 +182,8 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
                 case ConnectKind.ColdStart:
                     if (ColdStartReady())
                     {
-                        await FinishColdStartAsync(cancellationToken).ConfigureAwait(false);
+                        // Everyone's cold start, not only this caller's: its cancellation must not abandon it halfway.
+                        await FinishColdStartAsync(CancellationToken.None).ConfigureAwait(false);
                     }
 
                     break;
