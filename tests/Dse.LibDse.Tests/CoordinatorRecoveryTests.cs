@@ -164,6 +164,29 @@ public class CoordinatorRecoveryTests
     }
 
     [Fact]
+    public async Task ResyncFromASupersededInstance_IsRefusedAndKeepsTheNewInstancesFragments()
+    {
+        var journal = new ListJournal();
+        var first = await OpenAsync(journal);
+        await first.ConnectAsync(Request(1));
+        await first.ConnectAsync(Request(2));
+        var second = await OpenAsync(journal);
+        await second.ResyncAsync(new ResyncRequest(1, 0, [], new Dictionary<long, long>()));
+        await second.ConnectAsync(Request(2));                     // 2 restarted while the coordinator was down
+        var restarted = await second.ConnectAsync(Request(2));     // its retried connect: decision 1
+        Assert.True(restarted.IsRestart);
+        await second.ReportPersistedAsync(2, V(1, 1, new Dependency(1, 1)));   // waits for 1's version 1
+
+        // The old instance of 2, still alive in world-line 0, resyncs late.
+        var ex = await Assert.ThrowsAsync<DseCoordinatorException>(() => second.ResyncAsync(new ResyncRequest(2, 0, [], new Dictionary<long, long>())).AsTask());
+        await second.ReportPersistedAsync(1, V(1, 1));
+
+        Assert.Equal(CoordinatorErrorCode.Removed, ex.Code);
+        Assert.Contains("superseded", ex.Message, StringComparison.Ordinal);
+        Assert.Equal(1, second.State.CommittedVersion(2));   // the new instance's fragment was kept
+    }
+
+    [Fact]
     public async Task Decisions_AndAcknowledgements_SurviveTheCoordinator()
     {
         var journal = new ListJournal();

@@ -150,6 +150,16 @@ public sealed partial class ClusterCoordinator
                     throw new DseCoordinatorException(CoordinatorErrorCode.FutureWorldLine, $"Participant {id} resynchronized from world-line {request.WorldLine}, but the coordinator has only decided up to {_worldLine}.");
                 }
 
+                // A resync from an instance older than the participant's latest restart comes from a superseded
+                // instance: its fragments must not replace the newer instance's.
+                foreach (var decision in _decisions)
+                {
+                    if (decision.FailedObjectId == id && decision.WorldLine > request.WorldLine)
+                    {
+                        throw new DseCoordinatorException(CoordinatorErrorCode.Removed, $"Participant {id} resynchronized from world-line {request.WorldLine}, but it was {(decision.Reason == RollbackReason.Removed ? "removed" : "restarted")} at world-line {decision.WorldLine}: this instance is superseded and must stop.");
+                    }
+                }
+
                 foreach (var report in request.DurableVersions)
                 {
                     if (report.WorldLine > request.WorldLine)
