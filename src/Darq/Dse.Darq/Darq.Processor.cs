@@ -121,7 +121,10 @@ public sealed partial class Darq
             {
                 int index = selfLsns.Length + i;
                 outLsns[i] = addresses[index];
-                _pendingOut.Add(addresses[index], start);
+                var message = step.OutMessages[i];
+                int destinationBytes = Encoding.UTF8.GetByteCount(message.Destination);
+                _pendingOut.Add(addresses[index], new PendingOut(start, message.Destination,
+                    entries[index].AsMemory(DarqEntryFormat.HeaderSize + 2 + destinationBytes)));
             }
 
             foreach (long lsn in step.Consumed)
@@ -132,6 +135,7 @@ public sealed partial class Darq
 
             _nextSequence = sequence;
             Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+            Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
             DarqInstrumentation.Steps.Add(1, _tag);
             long completion = addresses[^1];
             return new DarqStepResult(selfLsns, outLsns, completion, completion + DarqEntryFormat.LogFootprint(entries[^1].Length));

@@ -1,4 +1,5 @@
 using System.Buffers.Binary;
+using System.Text;
 using FASTER.core;
 
 namespace Dse.Darq;
@@ -9,7 +10,8 @@ public sealed partial class Darq
     /// <summary>
     /// Recovers FasterLog to the newest valid commit (a torn newer commit is ignored), takes the incarnation,
     /// deduplication table and sequence bounds from its cookie, and scans [begin, committed tail) once: IN and SELF
-    /// entries become unconsumed messages, completions remove what they consumed, OUT entries stay pending.
+    /// entries become unconsumed messages, completions remove what they consumed, OUT entries are pending until an ACK
+    /// entry acknowledges them.
     /// </summary>
     private async Task RecoverAsync(CancellationToken cancellationToken)
     {
@@ -105,6 +107,7 @@ public sealed partial class Darq
         _lastCommitTail = tail;
         _lastCommitBegin = begin;
         _unconsumedCount = _unconsumed.Count;
+        _pendingOutCount = _pendingOut.Count;
         DarqLog.Opened(_logger, Name, commitNum, begin, tail, _unconsumed.Count, _producers.Count, _incarnation);
     }
 
@@ -113,7 +116,7 @@ public sealed partial class Darq
         ref StepStart openStep)
     {
         var body = DarqEntryFormat.Body(entry);
-        if (openStepEntries > 0 && kind is DarqEntryKind.In or DarqEntryKind.Register)
+        if (openStepEntries > 0 && kind is DarqEntryKind.In or DarqEntryKind.Register or DarqEntryKind.Ack)
         {
             throw Corrupt(address, $"a {kind} entry inside a step (after {openStepEntries} SELF/OUT entries without their completion)");
         }
@@ -133,8 +136,32 @@ public sealed partial class Darq
                 openStepEntries++;
                 break;
             case DarqEntryKind.Out:
-                _pendingOut.Add(address, openStep);
+                int destinationLength = BinaryPrimitives.ReadUInt16LittleEndian(body);
+                if (destinationLength is 0 or > DarqEntryFormat.MaxDestinationBytes || body.Length < 2 + destinationLength)
+                {
+                    throw Corrupt(address, $"OUT entry with a destination of {destinationLength} bytes in a body of {body.Length}");
+                }
+
+                _pendingOut.Add(address, new PendingOut(openStep, Encoding.UTF8.GetString(body.Slice(2, destinationLength)),
+                    body[(2 + destinationLength)..].ToArray()));
                 openStepEntries++;
+                break;
+            case DarqEntryKind.Ack:
+                int acked = BinaryPrimitives.ReadInt32LittleEndian(body);
+                if (acked < 0 || body.Length != 8 + (8L * acked))
+                {
+                    throw Corrupt(address, $"ACK entry claims {acked} LSNs in a body of {body.Length} bytes");
+                }
+
+                for (int i = 0; i < acked; i++)
+                {
+                    long lsn = BinaryPrimitives.ReadInt64LittleEndian(body[(8 + (8 * i))..]);
+                    if (!_pendingOut.Remove(lsn) && lsn >= _log.BeginAddress)
+                    {
+                        throw Corrupt(address, $"the ACK entry acknowledges LSN {lsn}, which is no pending OUT message");
+                    }
+                }
+
                 break;
             case DarqEntryKind.Completion:
                 long incarnation = BinaryPrimitives.ReadInt64LittleEndian(body);

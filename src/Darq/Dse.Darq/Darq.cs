@@ -36,11 +36,8 @@ public sealed partial class Darq : IAsyncDisposable
     /// <summary>Unconsumed IN and SELF messages by LSN (all at or after the begin address).</summary>
     private readonly SortedDictionary<long, PendingMessage> _unconsumed = [];
 
-    /// <summary>
-    /// OUT entries not yet acknowledged (delivery is not built yet, so they stay) by LSN, with the start of their step
-    /// (truncation keeps whole steps).
-    /// </summary>
-    private readonly SortedDictionary<long, StepStart> _pendingOut = [];
+    /// <summary>OUT entries not yet acknowledged by their destinations, by LSN (all at or after the begin address).</summary>
+    private readonly SortedDictionary<long, PendingOut> _pendingOut = [];
 
     /// <summary>Consumed LSNs at or after the begin address, to tell "already consumed" from "unknown".</summary>
     private readonly SortedSet<long> _consumed = [];
@@ -137,6 +134,13 @@ public sealed partial class Darq : IAsyncDisposable
             if (options.CommitInterval != Timeout.InfiniteTimeSpan)
             {
                 darq._commitLoop = darq.RunCommitLoopAsync();
+            }
+
+            if (options.Destinations is { } destinations)
+            {
+                // The first pass sends what recovery found committed and pending.
+                darq.SignalDelivery();
+                darq._deliveryLoop = darq.RunDeliveryLoopAsync(destinations);
             }
 
             return darq;
@@ -252,13 +256,16 @@ public sealed partial class Darq : IAsyncDisposable
         }
 
         await _stopping.CancelAsync().ConfigureAwait(false);
-        try
+        foreach (var loop in new[] { _commitLoop, _deliveryLoop })
         {
-            await _commitLoop.ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-            // The loop ends by cancellation.
+            try
+            {
+                await loop.ConfigureAwait(false);
+            }
+            catch (OperationCanceledException)
+            {
+                // The loops end by cancellation.
+            }
         }
 
         try
@@ -276,6 +283,7 @@ public sealed partial class Darq : IAsyncDisposable
         {
             _processor?.Close();
             _processor = null;
+            PulseDeliveryProgress();
 
             // Stop retrying commit-record writes first, so FasterLog's commit worker is free when the log is disposed.
             _commitManager.Close();
@@ -452,6 +460,7 @@ public sealed partial class Darq : IAsyncDisposable
             }
 
             await WaitForCommitAsync(waitFor, cancellationToken).ConfigureAwait(false);
+            SignalDelivery();
         }
         catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
         {
@@ -499,11 +508,11 @@ public sealed partial class Darq : IAsyncDisposable
                 break;
             }
 
-            foreach (var outStep in _pendingOut.Values)
+            foreach (var pending in _pendingOut.Values)
             {
-                if (outStep.Lsn < start.Lsn)
+                if (pending.Step.Lsn < start.Lsn)
                 {
-                    start = outStep;
+                    start = pending.Step;
                 }
 
                 break;

@@ -81,6 +81,17 @@ internal static class DarqEntryFormat
         return entry;
     }
 
+    /// <summary>An ACK entry: the destination acknowledged the OUT entry at <paramref name="outLsn"/>.</summary>
+    public static byte[] Ack(long sequence, long outLsn)
+    {
+        var entry = new byte[HeaderSize + 16];
+        var body = entry.AsSpan(HeaderSize);
+        BinaryPrimitives.WriteInt32LittleEndian(body, 1);
+        BinaryPrimitives.WriteInt64LittleEndian(body[8..], outLsn);
+        Seal(entry, DarqEntryKind.Ack, 0, sequence);
+        return entry;
+    }
+
     /// <summary>Checks and decodes an entry's header; returns why it is invalid, or <see langword="null"/>.</summary>
     public static string? TryParse(ReadOnlySpan<byte> entry, out DarqEntryKind kind, out ushort flags, out long sequence)
     {
@@ -119,6 +130,7 @@ internal static class DarqEntryFormat
             DarqEntryKind.Out => 2,
             DarqEntryKind.Completion => 16,
             DarqEntryKind.Register => 8,
+            DarqEntryKind.Ack => 8,
             _ => -1,
         };
         if (minimumBody < 0)

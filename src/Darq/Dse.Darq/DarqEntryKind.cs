@@ -8,4 +8,5 @@ internal enum DarqEntryKind : byte
     Out = 3,
     Completion = 4,
     Register = 5,
+    Ack = 6,
 }

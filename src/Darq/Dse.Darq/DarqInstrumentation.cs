@@ -27,4 +27,10 @@ public static class DarqInstrumentation
 
     /// <summary>Messages replayed to a newly registered processor.</summary>
     internal static readonly Histogram<long> ReplaySize = Meter.CreateHistogram<long>("dse.darq.replay.size", "{message}", "Messages replayed to a processor at registration.");
+
+    /// <summary>OUT messages acknowledged by their destinations.</summary>
+    internal static readonly Counter<long> Deliveries = Meter.CreateCounter<long>("dse.darq.deliveries", "{message}", "OUT messages acknowledged by their destinations.");
+
+    /// <summary>Delivery attempts that failed or found no destination (retried).</summary>
+    internal static readonly Counter<long> DeliveryFailures = Meter.CreateCounter<long>("dse.darq.delivery.failures", "{attempt}", "OUT delivery attempts that failed or found no destination.");
 }

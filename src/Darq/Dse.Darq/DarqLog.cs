@@ -44,4 +44,20 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4010, Level = LogLevel.Error,
         Message = "DARQ '{Darq}' background commit loop caught an unexpected error; it keeps running.")]
     public static partial void CommitLoopError(ILogger logger, Exception exception, string darq);
+
+    [LoggerMessage(EventId = 4011, Level = LogLevel.Error,
+        Message = "DARQ '{Darq}' cannot deliver OUT message {Lsn}: destination '{Destination}' is unknown; the message stays pending and is retried.")]
+    public static partial void UnknownDestination(ILogger logger, string darq, long lsn, string destination);
+
+    [LoggerMessage(EventId = 4012, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' could not deliver OUT message {Lsn} to '{Destination}'; it stays pending and is retried.")]
+    public static partial void DeliveryFailed(ILogger logger, Exception exception, string darq, long lsn, string destination);
+
+    [LoggerMessage(EventId = 4013, Level = LogLevel.Error,
+        Message = "DARQ '{Darq}' delivery loop caught an unexpected error; it keeps running.")]
+    public static partial void DeliveryLoopError(ILogger logger, Exception exception, string darq);
+
+    [LoggerMessage(EventId = 4014, Level = LogLevel.Debug,
+        Message = "DARQ '{Darq}' OUT message {Lsn} was acknowledged by its destination.")]
+    public static partial void Delivered(ILogger logger, string darq, long lsn);
 }

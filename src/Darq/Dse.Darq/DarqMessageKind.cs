@@ -9,6 +9,6 @@ public enum DarqMessageKind : byte
     /// <summary>A message from the processor to its future self (state or a delta of it), replayed after a restart until consumed.</summary>
     Self = 2,
 
-    /// <summary>A message from the processor to another DARQ, delivered exactly once (delivery is not built yet).</summary>
+    /// <summary>A message from the processor to another DARQ, delivered exactly once (see <see cref="DarqOptions.Destinations"/>).</summary>
     Out = 3,
 }

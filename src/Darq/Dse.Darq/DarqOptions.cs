@@ -47,7 +47,19 @@ public sealed class DarqOptions
     /// <summary>Whether each background commit first truncates the completed prefix of the log. Default <see langword="true"/>.</summary>
     public bool AutoTruncate { get; set; } = true;
 
-    /// <summary>The clock of the background commit loop. Default <see cref="TimeProvider.System"/>.</summary>
+    /// <summary>
+    /// Where OUT messages go: a background loop delivers committed OUT entries through it, retries until acknowledged and
+    /// records acknowledgements. Default <see langword="null"/>: no delivery, OUT entries stay pending.
+    /// </summary>
+    public IDarqDestinations? Destinations { get; set; }
+
+    /// <summary>The first delay before retrying a failed delivery (or an unknown destination); it doubles per failed pass. Default 10 ms.</summary>
+    public TimeSpan DeliveryRetryMinDelay { get; set; } = TimeSpan.FromMilliseconds(10);
+
+    /// <summary>The longest delay between delivery retries. Default 1 s; at least <see cref="DeliveryRetryMinDelay"/>.</summary>
+    public TimeSpan DeliveryRetryMaxDelay { get; set; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>The clock of the background commit and delivery loops. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
     internal void Validate()
@@ -85,6 +97,12 @@ public sealed class DarqOptions
         if (CommitInterval != Timeout.InfiniteTimeSpan && CommitInterval <= TimeSpan.Zero)
         {
             throw new ArgumentOutOfRangeException(nameof(CommitInterval), CommitInterval, "The commit interval must be positive or Timeout.InfiniteTimeSpan.");
+        }
+
+        if (DeliveryRetryMinDelay <= TimeSpan.Zero || DeliveryRetryMaxDelay < DeliveryRetryMinDelay)
+        {
+            throw new ArgumentOutOfRangeException(nameof(DeliveryRetryMinDelay), DeliveryRetryMinDelay,
+                $"Delivery retry delays must be positive, the maximum ({DeliveryRetryMaxDelay}) at least the minimum.");
         }
 
         ArgumentNullException.ThrowIfNull(TimeProvider);

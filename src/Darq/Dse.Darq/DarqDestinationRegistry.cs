@@ -1,0 +1,48 @@
+using System.Collections.Concurrent;
+
+namespace Dse.Darq;
+
+/// <summary>
+/// An in-process map from destination names to destinations; a <see cref="Darq"/> added here receives OUT messages
+/// addressed to its name. Adding a name again replaces the destination (a DARQ reopened after a crash).
+/// </summary>
+public sealed class DarqDestinationRegistry : IDarqDestinations
+{
+    private readonly ConcurrentDictionary<string, IDarqDestination> _destinations = new(StringComparer.Ordinal);
+
+    /// <summary>Makes a DARQ the destination for its name, replacing any previous one.</summary>
+    /// <param name="darq">The DARQ.</param>
+    public void Add(Darq darq)
+    {
+        ArgumentNullException.ThrowIfNull(darq);
+        _destinations[darq.Name] = new InProcessDestination(darq);
+    }
+
+    /// <summary>Makes <paramref name="destination"/> the destination for <paramref name="name"/>, replacing any previous one.</summary>
+    /// <param name="name">The destination name.</param>
+    /// <param name="destination">The destination.</param>
+    public void Add(string name, IDarqDestination destination)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(name);
+        ArgumentNullException.ThrowIfNull(destination);
+        _destinations[name] = destination;
+    }
+
+    /// <summary>Removes a destination; messages to it stay pending at their sources until it is added again.</summary>
+    /// <param name="name">The destination name.</param>
+    /// <returns>Whether the name was registered.</returns>
+    public bool Remove(string name) => _destinations.TryRemove(name, out _);
+
+    /// <inheritdoc />
+    public IDarqDestination? Resolve(string name) => _destinations.TryGetValue(name, out var destination) ? destination : null;
+
+    /// <summary>Delivers into a co-located DARQ and acknowledges once the message is durable there.</summary>
+    private sealed class InProcessDestination(Darq darq) : IDarqDestination
+    {
+        public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+        {
+            var result = await darq.ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
+            await darq.EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
+        }
+    }
+}

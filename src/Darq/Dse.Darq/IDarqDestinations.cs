@@ -1,0 +1,13 @@
+namespace Dse.Darq;
+
+/// <summary>
+/// Resolves the destination names of OUT messages to the DARQs that receive them: in process
+/// (<see cref="DarqDestinationRegistry"/>) or, later, over a transport such as gRPC.
+/// </summary>
+public interface IDarqDestinations
+{
+    /// <summary>Finds a destination by name.</summary>
+    /// <param name="name">The destination name an OUT message carries.</param>
+    /// <returns>The destination, or <see langword="null"/> when the name is unknown (the message stays pending and is retried).</returns>
+    IDarqDestination? Resolve(string name);
+}
