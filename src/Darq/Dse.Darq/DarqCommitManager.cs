@@ -366,6 +366,10 @@ internal sealed class DarqCommitManager : ILogCommitManager
         _ = failure.Task.Exception;
     }
 
+    /// <summary>
+    /// Writes and waits. FASTER 2.6's <c>ILogCommitManager.Commit</c> is synchronous and runs on FasterLog's own commit
+    /// worker, which must not return before the commit record is durable; blocking that thread is the contract.
+    /// </summary>
     private uint WriteBlocking(IntPtr source, ulong address, uint length)
     {
         using var done = new ManualResetEventSlim(false);

@@ -280,15 +280,23 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         }
         catch (Exception ex)
         {
-            _fault ??= ex;
             var error = new DseCoordinatorException(CoordinatorErrorCode.Unavailable, $"The coordinator could not apply the durable decision of world-line {decision.WorldLine}; it stopped serving and must be restarted.", ex);
-            _blocked?.TrySetException(error);
-            _blocked = null;
-            _changed.TrySetException(error);
-            _faulted.TrySetResult();
+            StopServing(ex, error);
             CoordinatorLog.Faulted(_logger, ex);
             throw error;
         }
+    }
+
+    /// <summary>
+    /// Stops serving for good: records the fault and fails whatever waits (reports behind a decision, long polls). Under _lock.
+    /// </summary>
+    private void StopServing(Exception cause, DseCoordinatorException error)
+    {
+        _fault ??= cause;
+        _blocked?.TrySetException(error);
+        _blocked = null;
+        _changed.TrySetException(error);
+        _faulted.TrySetResult();
     }
 
     private void ApplyDecision(RollbackDecision decision)
@@ -587,12 +595,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         {
             lock (_lock)
             {
-                _fault ??= ex;
-                var error = new DseCoordinatorException(CoordinatorErrorCode.Unavailable, "The coordinator stopped serving because its journal failed; restart it.", ex);
-                _blocked?.TrySetException(error);
-                _blocked = null;
-                _changed.TrySetException(error);
-                _faulted.TrySetResult();
+                StopServing(ex, new DseCoordinatorException(CoordinatorErrorCode.Unavailable, "The coordinator stopped serving because its journal failed; restart it.", ex));
             }
 
             CoordinatorLog.Faulted(_logger, ex);
