@@ -1,0 +1,288 @@
+using System.Diagnostics;
+
+namespace Dse.Grpc;
+
+/// <summary>
+/// The speculative context of one intercepted server call. Each synchronous segment of the handler (up to an await
+/// that does not complete at once) runs as one action on the owner; between segments the call is detached as an
+/// sthread, so a handler waiting on a slow call never holds up persistence or rollback. The handler's awaits post
+/// their continuations here (this is their SynchronizationContext); a continuation runs only after the sthread is
+/// merged back, and if that merge finds the call rolled back, the call is abandoned and its continuations never run.
+/// </summary>
+internal sealed class DseCallScope : SynchronizationContext
+{
+    [ThreadStatic]
+    private static DseCallScope? t_segment;
+
+    private readonly StateObject _owner;
+    private readonly CancellationToken _cancellation;
+    private readonly Lock _lock = new();
+
+    // Posted continuations and reply receipts, in order. Guarded by _lock.
+    private readonly Queue<WorkItem> _queue = new();
+
+    // Completes once the handler finished and its last segment detached, or the call was abandoned.
+    private readonly TaskCompletionSource _settled = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // True while a segment runs or the pump drains the queue; at most one of them runs at a time. Guarded by _lock.
+    private bool _busy;
+
+    // True once the call settled: later posts run as plain thread-pool work, outside any action. Guarded by _lock.
+    private bool _closed;
+
+    // The call between segments. Touched only by whoever holds _busy, or by the interceptor after settling.
+    private Sthread? _sthread;
+    private Task? _handler;
+    private Exception? _abandoned;
+
+    public DseCallScope(StateObject owner, CancellationToken cancellation)
+    {
+        _owner = owner;
+        _cancellation = cancellation;
+    }
+
+    /// <summary>The scope whose segment runs on this thread, if any: an outgoing call made now is made inside its action.</summary>
+    public static DseCallScope? CurrentSegment => t_segment;
+
+    public StateObject Owner => _owner;
+
+    /// <summary>The call's sthread once settled: it carries everything the handler observed.</summary>
+    public Sthread Sthread => _sthread ?? throw new InvalidOperationException("The call has not settled yet.");
+
+    /// <summary>
+    /// Runs <paramref name="handler"/> as the call's first segment (the caller has started the action) and completes
+    /// once it finished and its last segment detached.
+    /// </summary>
+    /// <exception cref="DseRolledBackException">The call was abandoned: state it observed was rolled back.</exception>
+    /// <exception cref="DseFaultedException">The owner faulted while the call was detached.</exception>
+    public async Task<T> RunAsync<T>(Func<Task<T>> handler)
+    {
+        lock (_lock)
+        {
+            _busy = true;
+        }
+
+        Task<T> task;
+        var previous = Current;
+        SetSynchronizationContext(this);
+        t_segment = this;
+        try
+        {
+            task = handler();
+        }
+        catch (Exception ex)
+        {
+            task = Task.FromException<T>(ex);
+        }
+        finally
+        {
+            t_segment = null;
+            SetSynchronizationContext(previous);
+        }
+
+        _handler = task;
+
+        // A handler that finishes outside a segment (it used ConfigureAwait(false)) settles the call once idle.
+        _ = task.ContinueWith(static (_, s) => ((DseCallScope)s!).SettleIfIdle(), this, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+        EndSegment();
+
+        await _settled.Task.ConfigureAwait(false);
+        if (_abandoned is not null)
+        {
+            // Observe the handler's own fault, if any, so it is not reported as unobserved.
+            _ = task.Exception;
+            System.Runtime.ExceptionServices.ExceptionDispatchInfo.Throw(_abandoned);
+        }
+
+        return await task.ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// Receives the header of a reply to an outgoing call into the call's sthread, between segments, before the
+    /// handler's continuation can see the reply. Completes with <c>false</c> if the reply came from rolled-back state.
+    /// </summary>
+    public Task<bool> ReceiveAsync(DseHeader header)
+    {
+        var receipt = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        Enqueue(new WorkItem(null, null, receipt, header));
+        return receipt.Task;
+    }
+
+    /// <inheritdoc />
+    public override void Post(SendOrPostCallback d, object? state)
+    {
+        ArgumentNullException.ThrowIfNull(d);
+        Enqueue(new WorkItem(d, state, null, default));
+    }
+
+    /// <inheritdoc />
+    public override void Send(SendOrPostCallback d, object? state)
+    {
+        ArgumentNullException.ThrowIfNull(d);
+        if (t_segment != this)
+        {
+            throw new NotSupportedException("A DSE call cannot run work synchronously from outside its own segment; post it instead.");
+        }
+
+        d(state);
+    }
+
+    /// <inheritdoc />
+    public override SynchronizationContext CreateCopy() => this;
+
+    private void Enqueue(WorkItem item)
+    {
+        bool start = false;
+        bool closed;
+        lock (_lock)
+        {
+            closed = _closed;
+            if (!closed)
+            {
+                _queue.Enqueue(item);
+                start = !_busy;
+                _busy = true;
+            }
+        }
+
+        if (closed)
+        {
+            if (item.Receipt is { } receipt)
+            {
+                receipt.TrySetResult(true);
+            }
+            else
+            {
+                // Work the handler left running after it returned: it runs outside any action, as without DSE.
+                ThreadPool.UnsafeQueueUserWorkItem(static s => s.Callback!(s.State), item, preferLocal: false);
+            }
+        }
+        else if (start)
+        {
+            ThreadPool.UnsafeQueueUserWorkItem(static s => _ = s.PumpAsync(), this, preferLocal: false);
+        }
+    }
+
+    /// <summary>Drains the queue: receipts go into the detached sthread; continuations run as segments.</summary>
+    private async Task PumpAsync()
+    {
+        while (true)
+        {
+            WorkItem item;
+            lock (_lock)
+            {
+                if (!_queue.TryDequeue(out item))
+                {
+                    _busy = false;
+                    SettleIfDoneLocked();
+                    return;
+                }
+            }
+
+            if (_abandoned is not null)
+            {
+                item.Receipt?.TrySetException(_abandoned);
+                continue;
+            }
+
+            Debug.Assert(_sthread is not null, "Between segments the call is detached.");
+            try
+            {
+                if (item.Receipt is { } receipt)
+                {
+                    receipt.TrySetResult(await _sthread.ReceiveAsync(item.Header, _cancellation).ConfigureAwait(false));
+                    continue;
+                }
+
+                if (!await _owner.MergeAsync(_sthread, _cancellation).ConfigureAwait(false))
+                {
+                    var lost = _sthread.Dependencies.Length > 0 ? _sthread.Dependencies[0] : new Dependency(_owner.Id, _owner.CurrentVersion);
+                    Abandon(new DseRolledBackException(_owner.WorldLine, lost));
+                    continue;
+                }
+            }
+            catch (Exception ex)
+            {
+                // Rolled back, faulted, or the call was cancelled: the handler cannot go on.
+                item.Receipt?.TrySetException(ex);
+                Abandon(ex);
+                continue;
+            }
+
+            RunSegment(item);
+        }
+    }
+
+    private void RunSegment(WorkItem item)
+    {
+        var previous = Current;
+        SetSynchronizationContext(this);
+        t_segment = this;
+        try
+        {
+            item.Callback!(item.State);
+        }
+        catch (Exception ex)
+        {
+            // Await continuations capture their exceptions in their tasks; a raw callback that throws ends the call.
+            Abandon(ex);
+        }
+        finally
+        {
+            t_segment = null;
+            SetSynchronizationContext(previous);
+            _sthread = _owner.Detach();
+        }
+    }
+
+    /// <summary>Ends a segment: detaches the call and hands queued work to the pump.</summary>
+    private void EndSegment()
+    {
+        _sthread = _owner.Detach();
+        bool start;
+        lock (_lock)
+        {
+            start = _queue.Count > 0;
+            if (!start)
+            {
+                _busy = false;
+                SettleIfDoneLocked();
+            }
+        }
+
+        if (start)
+        {
+            ThreadPool.UnsafeQueueUserWorkItem(static s => _ = s.PumpAsync(), this, preferLocal: false);
+        }
+    }
+
+    private void SettleIfIdle()
+    {
+        lock (_lock)
+        {
+            if (!_busy)
+            {
+                SettleIfDoneLocked();
+            }
+        }
+    }
+
+    private void SettleIfDoneLocked()
+    {
+        if (_abandoned is not null || _handler is { IsCompleted: true })
+        {
+            _closed = true;
+            _settled.TrySetResult();
+        }
+    }
+
+    private void Abandon(Exception reason)
+    {
+        lock (_lock)
+        {
+            _abandoned ??= reason;
+        }
+    }
+
+    private readonly record struct WorkItem(SendOrPostCallback? Callback, object? State, TaskCompletionSource<bool>? Receipt, DseHeader Header);
+}

@@ -1,0 +1,74 @@
+using Grpc.Core;
+
+namespace Dse.Grpc;
+
+/// <summary>
+/// Where DSE headers travel in a gRPC call: one binary metadata entry, in the request headers on the way in and in the
+/// response trailers on the way back. A call without the entry comes from a non-speculative caller.
+/// </summary>
+public static class DseMetadata
+{
+    /// <summary>The metadata key of the DSE header (binary: the <c>-bin</c> suffix makes gRPC carry raw bytes).</summary>
+    public const string HeaderKey = "dse-header-bin";
+
+    /// <summary>
+    /// The trailer a DSE server adds when it refuses or abandons a call because of a rollback: the world-line of the
+    /// decision, as decimal text.
+    /// </summary>
+    public const string RolledBackKey = "dse-rolled-back";
+
+    /// <summary>
+    /// Reads the DSE header of <paramref name="metadata"/>. Returns <c>false</c> (and <see cref="DseHeaderKind.None"/>)
+    /// when the entry is absent: the caller is not speculative.
+    /// </summary>
+    /// <exception cref="DseHeaderFormatException">The entry is present but malformed, truncated, or not binary.</exception>
+    public static bool TryGetHeader(Metadata? metadata, out DseHeader header)
+    {
+        header = default;
+        var entry = metadata?.Get(HeaderKey);
+        if (entry is null)
+        {
+            return false;
+        }
+
+        if (!entry.IsBinary)
+        {
+            throw new DseHeaderFormatException($"The '{HeaderKey}' metadata entry must be binary.");
+        }
+
+        header = DseHeader.Parse(entry.ValueBytes);
+        return true;
+    }
+
+    /// <summary>Reads the DSE header like <see cref="TryGetHeader"/>, turning a malformed one into an INVALID_ARGUMENT status.</summary>
+    /// <exception cref="RpcException">INVALID_ARGUMENT: the header is malformed; the message says how.</exception>
+    public static bool TryGetRequestHeader(Metadata? metadata, out DseHeader header)
+    {
+        try
+        {
+            return TryGetHeader(metadata, out header);
+        }
+        catch (DseHeaderFormatException ex)
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"Malformed DSE header in '{HeaderKey}': {ex.Message}"));
+        }
+    }
+
+    /// <summary>Sets the DSE header of <paramref name="metadata"/>, replacing any earlier one. A None header removes it.</summary>
+    public static void SetHeader(Metadata metadata, in DseHeader header)
+    {
+        ArgumentNullException.ThrowIfNull(metadata);
+        for (int i = metadata.Count - 1; i >= 0; i--)
+        {
+            if (string.Equals(metadata[i].Key, HeaderKey, StringComparison.Ordinal))
+            {
+                metadata.RemoveAt(i);
+            }
+        }
+
+        if (header.Kind != DseHeaderKind.None)
+        {
+            metadata.Add(HeaderKey, header.ToArray());
+        }
+    }
+}

@@ -1,0 +1,125 @@
+using Grpc.Core;
+using Grpc.Core.Interceptors;
+
+namespace Dse.Grpc;
+
+/// <summary>The DSE state an outgoing call carries, captured when the call starts, and where its reply's header goes.</summary>
+internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, DseCallScope? Scope, Sthread? Sthread, bool WaitsForCommit)
+{
+    /// <summary>What the current flow sends: the running segment's vertex, the bound sthread's header, or nothing.</summary>
+    public static DseOrigin Capture()
+    {
+        if (DseCallScope.CurrentSegment is { } scope)
+        {
+            // Inside the action the version cannot move, so the vertex is exact.
+            var owner = scope.Owner;
+            var header = DseHeader.FromOrigin(owner.Id, owner.WorldLine, owner.CurrentVersion);
+            return new DseOrigin(DseOriginKind.Segment, header, scope, null, !owner.Options.Speculative);
+        }
+
+        if (DseCall.Current is { } sthread)
+        {
+            return new DseOrigin(DseOriginKind.Sthread, sthread.Send(), null, sthread, !sthread.Owner.Options.Speculative);
+        }
+
+        return default;
+    }
+
+    /// <summary>The call's context with the header added to a copy of its metadata (the caller's may be reused).</summary>
+    public ClientInterceptorContext<TRequest, TResponse> AddTo<TRequest, TResponse>(ClientInterceptorContext<TRequest, TResponse> context)
+        where TRequest : class
+        where TResponse : class
+    {
+        if (Kind == DseOriginKind.None)
+        {
+            return context;
+        }
+
+        var headers = new Metadata();
+        if (context.Options.Headers is { } existing)
+        {
+            foreach (var entry in existing)
+            {
+                headers.Add(entry);
+            }
+        }
+
+        DseMetadata.SetHeader(headers, Header);
+        return new ClientInterceptorContext<TRequest, TResponse>(context.Method, context.Host, context.Options.WithHeaders(headers));
+    }
+
+    /// <summary>
+    /// Waits until the state the call carries is recoverable (a non-speculative sender sends nothing before that).
+    /// </summary>
+    /// <exception cref="RpcException">ABORTED: the state was rolled back; the call was never sent.</exception>
+    public async Task WaitForCommitAsync(string method, CancellationToken cancellationToken)
+    {
+        try
+        {
+            if (Kind == DseOriginKind.Segment)
+            {
+                var origin = Header.Origin;
+                await Scope!.Owner.WaitForCommitAsync(origin.Version, origin.WorldLine, cancellationToken).ConfigureAwait(false);
+            }
+            else
+            {
+                await Sthread!.BarrierAsync(cancellationToken).ConfigureAwait(false);
+            }
+        }
+        catch (DseRolledBackException ex)
+        {
+            throw DseRpcErrors.RolledBack(ex.WorldLine, $"{method} was not sent: the state it would carry was rolled back by a failure ({ex.Message}).");
+        }
+    }
+
+    /// <summary>Receives the reply's header into the flow's state before the reply (or its error) reaches the caller.</summary>
+    public async Task<TResponse> ReceiveReplyAsync<TResponse>(Task<TResponse> response, Func<Metadata> trailers, string method)
+    {
+        TResponse result;
+        try
+        {
+            result = await response.ConfigureAwait(false);
+        }
+        catch (RpcException ex)
+        {
+            await ReceiveAsync(ex.Trailers, method).ConfigureAwait(false);
+            throw;
+        }
+
+        await ReceiveAsync(trailers(), method).ConfigureAwait(false);
+        return result;
+    }
+
+    private async ValueTask ReceiveAsync(Metadata trailers, string method)
+    {
+        DseHeader header;
+        try
+        {
+            if (!DseMetadata.TryGetHeader(trailers, out header))
+            {
+                return;   // a server without DSE, or a reply released after a barrier: nothing speculative came back
+            }
+        }
+        catch (DseHeaderFormatException ex)
+        {
+            throw new RpcException(new Status(StatusCode.Internal, $"{method} replied with a malformed DSE header: {ex.Message}"));
+        }
+
+        bool kept;
+        try
+        {
+            kept = Kind == DseOriginKind.Segment
+                ? await Scope!.ReceiveAsync(header).ConfigureAwait(false)
+                : await Sthread!.ReceiveAsync(header).ConfigureAwait(false);
+        }
+        catch (DseRolledBackException ex)
+        {
+            throw DseRpcErrors.RolledBack(ex.WorldLine, $"The caller of {method} was rolled back while the call ran: {ex.Message}");
+        }
+
+        if (!kept)
+        {
+            throw DseRpcErrors.ReplyDiscarded(header.WorldLine, method);
+        }
+    }
+}

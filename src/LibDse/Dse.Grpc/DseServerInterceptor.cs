@@ -1,0 +1,148 @@
+using System.Runtime.ExceptionServices;
+using Grpc.Core;
+using Grpc.Core.Interceptors;
+
+namespace Dse.Grpc;
+
+/// <summary>
+/// Makes a gRPC service speculative without DSE code in its handlers. For each call it reads the caller's DSE header
+/// from the request metadata and starts an action that consumes it; each synchronous segment of the handler runs as an
+/// action and the call is detached as an sthread across awaits (see docs/grpc.md). A speculative caller (one that sent
+/// a header) gets the reply at once with the call's header in the response trailers; a non-speculative caller (no
+/// header), or any caller while the StateObject runs non-speculatively, gets the reply only after a barrier: once
+/// everything the call observed is recoverable.
+/// </summary>
+/// <remarks>
+/// Streaming responses always pass a barrier, message by message: gRPC carries metadata per call, not per message,
+/// so a streamed message cannot carry its own dependencies. Code the handler runs after <c>ConfigureAwait(false)</c>
+/// runs outside any action and must not touch the StateObject's state.
+/// </remarks>
+public sealed class DseServerInterceptor : Interceptor
+{
+    private readonly StateObject _owner;
+
+    /// <summary>Intercepts calls on behalf of <paramref name="owner"/>, the StateObject whose state the handlers change.</summary>
+    public DseServerInterceptor(StateObject owner)
+    {
+        ArgumentNullException.ThrowIfNull(owner);
+        _owner = owner;
+    }
+
+    /// <summary>The StateObject the handlers run on.</summary>
+    public StateObject Owner => _owner;
+
+    /// <inheritdoc />
+    public override async Task<TResponse> UnaryServerHandler<TRequest, TResponse>(TRequest request, ServerCallContext context, UnaryServerMethod<TRequest, TResponse> continuation)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        ArgumentNullException.ThrowIfNull(continuation);
+        var (scope, speculativeCaller) = await BeginAsync(context).ConfigureAwait(false);
+        return await RunAsync(scope, speculativeCaller, context, () => continuation(request, context)).ConfigureAwait(false);
+    }
+
+    /// <inheritdoc />
+    public override async Task<TResponse> ClientStreamingServerHandler<TRequest, TResponse>(IAsyncStreamReader<TRequest> requestStream, ServerCallContext context, ClientStreamingServerMethod<TRequest, TResponse> continuation)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        ArgumentNullException.ThrowIfNull(continuation);
+        var (scope, speculativeCaller) = await BeginAsync(context).ConfigureAwait(false);
+        return await RunAsync(scope, speculativeCaller, context, () => continuation(requestStream, context)).ConfigureAwait(false);
+    }
+
+    /// <inheritdoc />
+    public override async Task ServerStreamingServerHandler<TRequest, TResponse>(TRequest request, IServerStreamWriter<TResponse> responseStream, ServerCallContext context, ServerStreamingServerMethod<TRequest, TResponse> continuation)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        ArgumentNullException.ThrowIfNull(continuation);
+        var (scope, speculativeCaller) = await BeginAsync(context).ConfigureAwait(false);
+        var writer = new DseBarrierStreamWriter<TResponse>(responseStream, scope, context.Method);
+        await RunAsync(scope, speculativeCaller, context, async () =>
+        {
+            await continuation(request, writer, context);
+            return true;
+        }).ConfigureAwait(false);
+    }
+
+    /// <inheritdoc />
+    public override async Task DuplexStreamingServerHandler<TRequest, TResponse>(IAsyncStreamReader<TRequest> requestStream, IServerStreamWriter<TResponse> responseStream, ServerCallContext context, DuplexStreamingServerMethod<TRequest, TResponse> continuation)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        ArgumentNullException.ThrowIfNull(continuation);
+        var (scope, speculativeCaller) = await BeginAsync(context).ConfigureAwait(false);
+        var writer = new DseBarrierStreamWriter<TResponse>(responseStream, scope, context.Method);
+        await RunAsync(scope, speculativeCaller, context, async () =>
+        {
+            await continuation(requestStream, writer, context);
+            return true;
+        }).ConfigureAwait(false);
+    }
+
+    /// <summary>Reads the caller's header and starts the call's first action.</summary>
+    private async ValueTask<(DseCallScope Scope, bool SpeculativeCaller)> BeginAsync(ServerCallContext context)
+    {
+        bool speculativeCaller = DseMetadata.TryGetRequestHeader(context.RequestHeaders, out var header);
+        bool started;
+        try
+        {
+            started = await _owner.StartActionAsync(header, context.CancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is not OperationCanceledException)
+        {
+            throw DseRpcErrors.Map(ex, _owner, context.Method);
+        }
+
+        if (!started)
+        {
+            throw DseRpcErrors.Discarded(_owner, context.Method);
+        }
+
+        return (new DseCallScope(_owner, context.CancellationToken), speculativeCaller);
+    }
+
+    /// <summary>Runs the handler in the call's scope, then releases the reply as the caller's kind requires.</summary>
+    private async Task<T> RunAsync<T>(DseCallScope scope, bool speculativeCaller, ServerCallContext context, Func<Task<T>> handler)
+    {
+        T result = default!;
+        ExceptionDispatchInfo? failure = null;
+        try
+        {
+            result = await scope.RunAsync(handler).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is DseRolledBackException or DseFaultedException)
+        {
+            // The call was abandoned between segments: nothing it did may be shown, and there is no reply to hold.
+            throw DseRpcErrors.Map(ex, _owner, context.Method);
+        }
+        catch (Exception ex)
+        {
+            // An error reply is a reply too: it may depend on speculative state, so it is released like a result.
+            failure = ExceptionDispatchInfo.Capture(ex);
+        }
+
+        await ReleaseReplyAsync(_owner, scope.Sthread, speculativeCaller, context).ConfigureAwait(false);
+        failure?.Throw();
+        return result;
+    }
+
+    /// <summary>
+    /// Releases a reply: to a speculative caller of a speculative StateObject at once, with the call's header in the
+    /// trailers; otherwise after a barrier on everything the call observed.
+    /// </summary>
+    internal static async ValueTask ReleaseReplyAsync(StateObject owner, Sthread sthread, bool speculativeCaller, ServerCallContext context)
+    {
+        try
+        {
+            if (speculativeCaller && owner.Options.Speculative)
+            {
+                DseMetadata.SetHeader(context.ResponseTrailers, sthread.Send());
+                return;
+            }
+
+            await sthread.BarrierAsync(context.CancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is not OperationCanceledException)
+        {
+            throw DseRpcErrors.Map(ex, owner, context.Method);
+        }
+    }
+}

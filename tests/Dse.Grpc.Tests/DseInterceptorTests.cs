@@ -1,0 +1,262 @@
+using Dse.Grpc.Tests.Wire;
+using Grpc.Core;
+
+namespace Dse.Grpc.Tests;
+
+/// <summary>The interceptors end to end over real gRPC on loopback: headers, actions across awaits, barriers, rollbacks.</summary>
+public sealed class DseInterceptorTests : IAsyncLifetime
+{
+    private readonly RelayCluster _cluster = new();
+
+    public Task InitializeAsync() => Task.CompletedTask;
+
+    public async Task DisposeAsync() => await _cluster.DisposeAsync();
+
+    [Fact]
+    public async Task Add_SpeculativeCaller_GetsReplyAtOnceWithHeaderInTrailers()
+    {
+        var client = await _cluster.OpenAsync(1);
+        var a = await _cluster.OpenAsync(2);
+        var server = await _cluster.ServeAsync(a);
+
+        await client.StartLocalActionAsync();
+        var sthread = client.Detach();
+        AddReply reply;
+        using (DseCall.Use(sthread))
+        {
+            // Nothing is ever persisted here (manual group commit): a reply that waited for a barrier would never come.
+            reply = await server.DseClient().AddAsync(new AddRequest { Amount = 5 });
+        }
+
+        Assert.Equal(5, reply.Total);
+        Assert.Contains(new Dependency(a.Id, reply.Version), sthread.Dependencies.ToArray());
+        var seen = Assert.Single(server.Node.Seen);
+        Assert.Equal(DseHeaderKind.DependencySet, seen.Kind);
+        Assert.Contains(seen.Dependencies.ToArray(), d => d.ObjectId == client.Id);
+    }
+
+    [Fact]
+    public async Task Add_NonSpeculativeCaller_ReplyHeldUntilItsStateIsRecoverable()
+    {
+        var a = await _cluster.OpenAsync(2);
+        var server = await _cluster.ServeAsync(a);
+
+        using var call = server.PlainClient().AddAsync(new AddRequest { Amount = 3 });
+        while (a.Value != 3)
+        {
+            await Task.Yield();
+        }
+
+        long version = a.CurrentVersion;
+        Assert.True(a.CommittedVersion < version);
+        Assert.False(call.ResponseAsync.IsCompleted);
+
+        await a.AdvanceVersionAsync();
+        var reply = await call.ResponseAsync;
+        Assert.Equal(3, reply.Total);
+        Assert.True(a.CommittedVersion >= reply.Version, $"Committed {a.CommittedVersion}, reply from version {reply.Version}.");
+        Assert.DoesNotContain(call.GetTrailers(), e => e.Key == DseMetadata.HeaderKey);
+    }
+
+    [Fact]
+    public async Task Add_TwoHops_HeaderPropagatesAndRollbackOfLastHopReachesFirst()
+    {
+        var client = await _cluster.OpenAsync(1);
+        var a = await _cluster.OpenAsync(2);
+        var b = await _cluster.OpenAsync(3);
+        var serverB = await _cluster.ServeAsync(b);
+        var serverA = await _cluster.ServeAsync(a, next: serverB);
+
+        // Committed starting points, so the rollback has somewhere to go.
+        await a.AdvanceVersionAsync();
+        await b.AdvanceVersionAsync();
+        await a.WaitForCommitAsync(a.CurrentVersion - 1, 0);
+        await b.WaitForCommitAsync(b.CurrentVersion - 1, 0);
+
+        await client.StartLocalActionAsync();
+        var sthread = client.Detach();
+        AddReply reply;
+        using (DseCall.Use(sthread))
+        {
+            reply = await serverA.DseClient().AddAsync(new AddRequest { Amount = 7, Forward = true });
+        }
+
+        Assert.Equal(7, reply.Total);
+        Assert.Equal(7, reply.ForwardedTotal);
+        var atB = Assert.Single(serverB.Node.Seen);
+        Assert.Equal(DseHeaderKind.Origin, atB.Kind);
+        Assert.Equal(a.Id, atB.Origin.ObjectId);
+
+        // A persists the version that consumed B's reply; B crashes before persisting the addition. A depended on it.
+        await a.AdvanceVersionAsync();
+        await _cluster.RestartAsync(b);
+        await a.RefreshAsync();
+        while (a.WorldLine == 0)
+        {
+            await a.WaitForViewChangeAsync(a.ClusterView.Epoch);
+            await a.RefreshAsync();
+        }
+
+        Assert.Equal(0, a.Value);
+        await Assert.ThrowsAsync<DseRolledBackException>(async () => await sthread.BarrierAsync());
+    }
+
+    [Fact]
+    public async Task Add_HandlerAwaiting_DoesNotBlockPersistence()
+    {
+        // Group commit runs by itself here: the held call's last segment lands in whatever version is current then.
+        var a = await _cluster.OpenAsync(2, period: TimeSpan.FromMilliseconds(5));
+        var server = await _cluster.ServeAsync(a);
+
+        using var call = server.PlainClient().AddAsync(new AddRequest { Amount = 1, Hold = true });
+        await server.Node.Entered;
+
+        // An action held across the await would keep the gate closed and these would never finish.
+        long before = a.CurrentVersion;
+        await a.AdvanceVersionAsync();
+        await a.AdvanceVersionAsync();
+        Assert.True(a.CurrentVersion >= before + 2);
+        Assert.False(call.ResponseAsync.IsCompleted);
+
+        server.Node.Release();
+        var reply = await call.ResponseAsync;
+        Assert.Equal(1, reply.Total);
+        Assert.True(a.CommittedVersion >= reply.Version);
+    }
+
+    [Fact]
+    public async Task Add_CallRolledBackWhileWaiting_SpeculativeCallerGetsAborted()
+    {
+        var client = await _cluster.OpenAsync(1);
+        var a = await _cluster.OpenAsync(2);
+        var server = await _cluster.ServeAsync(a);
+
+        await client.StartLocalActionAsync();
+        var sthread = client.Detach();
+        AsyncUnaryCall<AddReply> call;
+        using (DseCall.Use(sthread))
+        {
+            call = server.DseClient().AddAsync(new AddRequest { Amount = 1, Hold = true });
+        }
+
+        await server.Node.Entered;
+
+        // The caller crashes before persisting the state the request came from: the call's state at A is lost too.
+        await _cluster.RestartAsync(client);
+        while (a.WorldLine == 0)
+        {
+            var epoch = a.ClusterView.Epoch;
+            await a.RefreshAsync();
+            if (a.WorldLine == 0)
+            {
+                await a.WaitForViewChangeAsync(epoch);
+            }
+        }
+
+        server.Node.Release();
+        var error = await Assert.ThrowsAsync<RpcException>(() => call.ResponseAsync);
+        Assert.Equal(StatusCode.Aborted, error.StatusCode);
+        Assert.Contains("rolled back", error.Status.Detail, StringComparison.Ordinal);
+        Assert.Equal("1", error.Trailers.GetValue(DseMetadata.RolledBackKey));
+        Assert.Equal(0, a.Value);
+    }
+
+    [Fact]
+    public async Task Add_RequestFromRolledBackState_IsDiscardedWithAborted()
+    {
+        var client = await _cluster.OpenAsync(1);
+        var a = await _cluster.OpenAsync(2);
+        var server = await _cluster.ServeAsync(a);
+
+        await client.StartLocalActionAsync();
+        var stale = client.EndAction();
+        await _cluster.RestartAsync(client);
+        await a.RefreshAsync();
+
+        var headers = new Metadata();
+        DseMetadata.SetHeader(headers, stale);
+        var error = await Assert.ThrowsAsync<RpcException>(() => server.PlainClient().AddAsync(new AddRequest { Amount = 1 }, headers).ResponseAsync);
+        Assert.Equal(StatusCode.Aborted, error.StatusCode);
+        Assert.Contains("discarded", error.Status.Detail, StringComparison.Ordinal);
+        Assert.Equal(0, a.Value);
+    }
+
+    [Fact]
+    public async Task Add_MalformedHeader_IsInvalidArgumentAndChangesNothing()
+    {
+        var a = await _cluster.OpenAsync(2);
+        var server = await _cluster.ServeAsync(a);
+
+        var headers = new Metadata { { DseMetadata.HeaderKey, new byte[] { 0xD5, 1, 1 } } };
+        var error = await Assert.ThrowsAsync<RpcException>(() => server.PlainClient().AddAsync(new AddRequest { Amount = 1 }, headers).ResponseAsync);
+        Assert.Equal(StatusCode.InvalidArgument, error.StatusCode);
+        Assert.Contains("truncated", error.Status.Detail, StringComparison.Ordinal);
+        Assert.Equal(0, a.Value);
+    }
+
+    [Fact]
+    public async Task Add_NonSpeculativeHop_SendsOnlyCommittedState()
+    {
+        var a = await _cluster.OpenAsync(2, period: TimeSpan.FromMilliseconds(5), speculative: false);
+        var b = await _cluster.OpenAsync(3, period: TimeSpan.FromMilliseconds(5), speculative: false);
+        var serverB = await _cluster.ServeAsync(b);
+        var serverA = await _cluster.ServeAsync(a, next: serverB);
+
+        var reply = await serverA.PlainClient().AddAsync(new AddRequest { Amount = 2, Forward = true });
+        Assert.Equal(2, reply.ForwardedTotal);
+
+        // The forwarded request left A only once the version it came from was committed.
+        var atB = Assert.Single(serverB.Node.Seen);
+        Assert.True(a.CommittedVersion >= atB.Origin.Version);
+        Assert.True(a.CommittedVersion >= reply.Version);
+    }
+
+    [Fact]
+    public async Task Count_StreamedMessages_LeaveOnlyWhenCommitted()
+    {
+        var a = await _cluster.OpenAsync(2, period: TimeSpan.FromMilliseconds(5));
+        var server = await _cluster.ServeAsync(a);
+
+        using var call = server.DseClient().Count(new CountRequest { Count = 3 });
+        int received = 0;
+        while (await call.ResponseStream.MoveNext(CancellationToken.None))
+        {
+            var message = call.ResponseStream.Current;
+            Assert.True(a.CommittedVersion >= message.Version, $"Message {message.Index} from version {message.Version} arrived with committed {a.CommittedVersion}.");
+            received++;
+        }
+
+        Assert.Equal(3, received);
+        Assert.Equal(3, a.Value);
+    }
+
+    [Fact]
+    public async Task ManualMode_SpeculativeAndPlainCallers_BehaveLikeTheInterceptor()
+    {
+        var client = await _cluster.OpenAsync(1);
+        var a = await _cluster.OpenAsync(2);
+        var server = await _cluster.ServeAsync(a, manual: true);
+
+        await client.StartLocalActionAsync();
+        var sthread = client.Detach();
+        using (DseCall.Use(sthread))
+        {
+            var reply = await server.DseClient().AddAsync(new AddRequest { Amount = 4 });
+            Assert.Contains(new Dependency(a.Id, reply.Version), sthread.Dependencies.ToArray());
+        }
+
+        using var plain = server.PlainClient().AddAsync(new AddRequest { Amount = 1 });
+        while (a.Value != 5)
+        {
+            await Task.Yield();
+        }
+
+        Assert.False(plain.ResponseAsync.IsCompleted);
+
+        // A's version also holds the speculative call, which depends on the client's state: both must persist.
+        await client.AdvanceVersionAsync();
+        await a.AdvanceVersionAsync();
+        var held = await plain.ResponseAsync;
+        Assert.True(a.CommittedVersion >= held.Version);
+    }
+}
