@@ -1,0 +1,77 @@
+using System.Globalization;
+using System.Text;
+
+namespace Dse.Charts.Tests;
+
+/// <summary>A temporary results folder and output folder, filled with synthetic harness JSON; deleted on dispose.</summary>
+internal sealed class ResultsFolder : IDisposable
+{
+    private const string Machine = """
+        "machine": { "processor_count": 2, "os": "Debian GNU/Linux 12 (bookworm)", "architecture": "X64", "dotnet": ".NET 10.0.12", "configuration": "Release" }
+        """;
+
+    public ResultsFolder()
+    {
+        Root = Path.Combine(Path.GetTempPath(), "dse-charts-" + Guid.NewGuid().ToString("N"));
+        Results = Path.Combine(Root, "results");
+        Output = Path.Combine(Root, "out");
+        Directory.CreateDirectory(Results);
+    }
+
+    public string Root { get; }
+
+    public string Results { get; }
+
+    public string Output { get; }
+
+    public string Write(string fileName, string json)
+    {
+        var path = Path.Combine(Results, fileName);
+        File.WriteAllText(path, json);
+        return path;
+    }
+
+    /// <summary>A 2PC result with <paramref name="transactions"/> seeded samples per mode, or none when zero.</summary>
+    public string WriteTwoPc(int transactions, int seed = 42)
+    {
+        var samples = string.Empty;
+        if (transactions > 0)
+        {
+            var random = new Random(seed);
+            var spec = new StringBuilder();
+            var nonspec = new StringBuilder();
+            for (var i = 0; i < transactions; i++)
+            {
+                var separator = i == 0 ? "" : ",";
+                // Speculative commits return before the log flush; non-speculative ones wait for 1-3 group commits.
+                spec.Append(CultureInfo.InvariantCulture, $"{separator}{0.2 + random.NextDouble() * 1.5:0.###}");
+                nonspec.Append(CultureInfo.InvariantCulture, $"{separator}{random.Next(1, 4) * 10 - random.NextDouble() * 10 + 0.3:0.###}");
+            }
+
+            samples = $$""", "samples": { "spec_commit_ms": [{{spec}}], "nonspec_commit_ms": [{{nonspec}}] }""";
+        }
+
+        return Write("2pc.json", $$"""
+            { "scenario": "2pc", "timestamp_utc": "2026-11-23T05:00:00Z", "quick": true, "elapsed_s": 3.2, {{Machine}},
+              "results": { "spec_mean_ms": 0.95, "nonspec_mean_ms": 15.3, "ratio": 0.062, "spec_p50_ms": 0.9, "spec_p99_ms": 1.7,
+                           "nonspec_p50_ms": 14.8, "nonspec_p99_ms": 29.7, "transactions": {{transactions}}, "group_commit_ms": 10 }{{samples}} }
+            """);
+    }
+
+    public string WriteInterceptor(string manualOps = "39800") => Write("interceptor.json", $$"""
+        { "scenario": "interceptor", "timestamp_utc": "2026-11-23T05:10:00Z", "quick": false, "elapsed_s": 20.1, {{Machine}},
+          "results": { "nodse_ops": 41234, "manual_ops": {{manualOps}}, "interceptor_ops": 34100, "manual_ratio": 0.965, "interceptor_ratio": 0.827 } }
+        """);
+
+    public void Dispose()
+    {
+        try
+        {
+            Directory.Delete(Root, recursive: true);
+        }
+        catch (IOException)
+        {
+            // Best effort: a leftover temp folder is harmless.
+        }
+    }
+}
