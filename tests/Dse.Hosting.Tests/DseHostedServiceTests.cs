@@ -54,6 +54,24 @@ public sealed class DseHostedServiceTests
     }
 
     [Fact]
+    public async Task StopAsync_ServiceRegisteredBeforeAddDseActsWhileStopping_ItsActionIsCommitted()
+    {
+        await using var storage = new CounterStorage();
+        var log = await storage.OpenAsync();
+        using var host = TestHost.Build(
+            TestHost.Config(("Dse:GroupCommitPeriod", NoGroupCommit)),
+            dse => dse.AddStateObject((_, options) => new CounterStateObject(options, log)),
+            before: services => services.AddHostedService<IncrementOnStop>());
+        var counter = await host.StartCounterAsync();
+
+        // Hosted services stop in reverse registration order, so this one stops after the DSE service's StopAsync.
+        await host.StopAsync();
+
+        Assert.Equal(1, counter.Value);
+        Assert.True(counter.CommittedVersion >= IncrementOnStop.Version(host), $"committed {counter.CommittedVersion}");
+    }
+
+    [Fact]
     public async Task StopAsync_VersionNeverCommits_GivesUpAfterShutdownTimeoutAndDisposes()
     {
         await using var storage = new CounterStorage();
@@ -156,5 +174,17 @@ public sealed class DseHostedServiceTests
         await counters[1].AdvanceVersionAsync();
         await counters[1].WaitForCommitAsync(version, counters[1].WorldLine);
         await host.StopAsync();
+    }
+
+    /// <summary>An application service that runs one action on the StateObject while the host stops.</summary>
+    private sealed class IncrementOnStop(CounterStateObject counter) : IHostedService
+    {
+        public long IncrementedVersion { get; private set; } = -1;
+
+        public static long Version(IHost host) => host.Services.GetServices<IHostedService>().OfType<IncrementOnStop>().Single().IncrementedVersion;
+
+        public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+        public async Task StopAsync(CancellationToken cancellationToken) => IncrementedVersion = await counter.IncrementAsync();
     }
 }

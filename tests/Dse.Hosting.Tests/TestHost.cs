@@ -9,7 +9,8 @@ namespace Dse.Hosting.Tests;
 /// <summary>Builds a real generic host over in-memory configuration, with every log entry collected in <see cref="Logs"/>.</summary>
 internal static class TestHost
 {
-    public static IHost Build(IDictionary<string, string?> configuration, Action<IDseBuilder> configure, ListLogger? logs = null)
+    /// <summary>Builds the host; <paramref name="before"/> registers services ahead of <c>AddDse</c>.</summary>
+    public static IHost Build(IDictionary<string, string?> configuration, Action<IDseBuilder> configure, ListLogger? logs = null, Action<IServiceCollection>? before = null)
     {
         var builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
         builder.Configuration.AddInMemoryCollection(configuration);
@@ -20,6 +21,7 @@ internal static class TestHost
             builder.Logging.SetMinimumLevel(LogLevel.Debug);
         }
 
+        before?.Invoke(builder.Services);
         configure(builder.Services.AddDse().AddHealthChecks());
         return builder.Build();
     }

@@ -7,15 +7,17 @@ namespace Dse.Hosting;
 /// <summary>
 /// The StateObjects' lifetime in a host. Start: builds every registered StateObject and connects them to the
 /// coordinator in the background, retrying an unreachable coordinator with backoff, without holding the host's start
-/// (readiness tells when they are connected). Stop: persists each connected StateObject's current version, waits at most
-/// <see cref="DseHostingOptions.ShutdownTimeout"/> for it to commit, then disposes every StateObject.
+/// (readiness tells when they are connected). Stop: ends the connect retries; once every hosted service stopped (the
+/// web server and the application's own services, whatever their registration order), persists each connected
+/// StateObject's current version, waits at most <see cref="DseHostingOptions.ShutdownTimeout"/> for it to commit, then
+/// disposes every StateObject.
 /// </summary>
 internal sealed class DseHostedService(
     DseStateObjects stateObjects,
     IDseCoordinator coordinator,
     IOptions<DseHostingOptions> options,
     ILogger<DseHostedService> logger,
-    TimeProvider? timeProvider = null) : IHostedService, IDseReadiness, IDisposable
+    TimeProvider? timeProvider = null) : IHostedLifecycleService, IDseReadiness, IDisposable
 {
     private readonly TimeProvider _time = timeProvider ?? TimeProvider.System;
     private readonly CancellationTokenSource _stopping = new();
@@ -58,7 +60,21 @@ internal sealed class DseHostedService(
         return Task.CompletedTask;
     }
 
+    public Task StartingAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    public Task StartedAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    public Task StoppingAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    /// <summary>Ends the connect retries: a StateObject not connected by now stays unconnected.</summary>
     public async Task StopAsync(CancellationToken cancellationToken)
+    {
+        await _stopping.CancelAsync().ConfigureAwait(false);
+        await _connecting.ConfigureAwait(false);
+    }
+
+    /// <summary>After every hosted service stopped, so nothing uses the StateObjects any more: persist, commit, dispose.</summary>
+    public async Task StoppedAsync(CancellationToken cancellationToken)
     {
         var connections = _connections;
         if (connections is null)
@@ -66,8 +82,7 @@ internal sealed class DseHostedService(
             return;
         }
 
-        await _stopping.CancelAsync().ConfigureAwait(false);
-        await _connecting.ConfigureAwait(false);
+        await StopAsync(cancellationToken).ConfigureAwait(false);
         var timeout = options.Value.ShutdownTimeout;
         DseHostingLog.Stopping(logger, connections.Length, timeout);
         var commits = new Task[connections.Length];
