@@ -1,0 +1,88 @@
+using Microsoft.Extensions.Logging;
+
+namespace Dse.Hosting;
+
+/// <summary>
+/// Options of the DSE runtime in a host, bound from the configuration section <see cref="SectionName"/> ("Dse") and
+/// validated when the host starts; a bad value fails the start with a message naming its configuration key.
+/// </summary>
+public sealed class DseHostingOptions
+{
+    /// <summary>The configuration section the options are bound from: <c>Dse</c>.</summary>
+    public const string SectionName = "Dse";
+
+    /// <summary>The value of <see cref="Coordinator"/> that selects a coordinator inside this process.</summary>
+    public const string InProcessCoordinator = "in-process";
+
+    /// <summary>
+    /// The cluster-unique id of the StateObject registered without an id of its own (the usual, single-object case).
+    /// Required (non-negative) as soon as such a StateObject is registered; default -1 (unset).
+    /// </summary>
+    public long ObjectId { get; set; } = -1;
+
+    /// <summary>How often each StateObject persists its version when anything changed (<see cref="DseOptions.GroupCommitPeriod"/>). Default 10 ms.</summary>
+    public TimeSpan GroupCommitPeriod { get; set; } = TimeSpan.FromMilliseconds(10);
+
+    /// <summary>Speculative mode (default <c>true</c>) or the non-speculative baseline (<see cref="DseOptions.Speculative"/>).</summary>
+    public bool Speculative { get; set; } = true;
+
+    /// <summary>How often each StateObject tells the coordinator it is alive (<see cref="DseOptions.HeartbeatPeriod"/>). Default 1 s.</summary>
+    public TimeSpan HeartbeatPeriod { get; set; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>
+    /// The coordinator: <c>in-process</c> (default; a <see cref="ClusterCoordinator"/> singleton owned by the host, for a
+    /// single process or tests) or the absolute http or https URL of a coordinator host (for example
+    /// <c>http://coordinator:5000</c>). Code can override it with <c>UseCoordinator</c>, <c>UseInProcessCoordinator</c>
+    /// or <c>UseRemoteCoordinator</c>.
+    /// </summary>
+    public string Coordinator { get; set; } = InProcessCoordinator;
+
+    /// <summary>
+    /// How long a graceful stop waits for the versions it persisted to commit before it disposes the StateObjects
+    /// anyway (and logs a warning). The host's own shutdown timeout still applies. Default 10 s; between 0 (persist,
+    /// do not wait) and 1 hour.
+    /// </summary>
+    public TimeSpan ShutdownTimeout { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>
+    /// The longest pause between two connect attempts while the coordinator is unreachable at start: retries back off
+    /// from 100 ms, doubling up to this. Default 5 s; between 100 ms and 10 minutes.
+    /// </summary>
+    public TimeSpan MaxConnectRetryDelay { get; set; } = TimeSpan.FromSeconds(5);
+
+    /// <summary>The first pause between connect attempts; doubles up to <see cref="MaxConnectRetryDelay"/>.</summary>
+    internal static TimeSpan FirstConnectRetryDelay { get; } = TimeSpan.FromMilliseconds(100);
+
+    /// <summary>The configuration key of option <paramref name="name"/>, as validation messages name it.</summary>
+    internal static string Key(string name) => $"{SectionName}:{name}";
+
+    /// <summary>The runtime options of the StateObject with id <paramref name="objectId"/> (background tasks on).</summary>
+    internal DseOptions ToDseOptions(long objectId, ILoggerFactory? loggerFactory, TimeProvider timeProvider) => new()
+    {
+        ObjectId = objectId,
+        GroupCommitPeriod = GroupCommitPeriod,
+        Speculative = Speculative,
+        HeartbeatPeriod = HeartbeatPeriod,
+        RunBackgroundTasks = true,
+        TimeProvider = timeProvider,
+        LoggerFactory = loggerFactory,
+    };
+
+    /// <summary>The remote coordinator's address, or <c>null</c> for <see cref="InProcessCoordinator"/>.</summary>
+    /// <exception cref="ArgumentException">Neither; the message names <c>Dse:Coordinator</c>.</exception>
+    internal Uri? ParseCoordinator()
+    {
+        string value = Coordinator?.Trim() ?? string.Empty;
+        if (string.Equals(value, InProcessCoordinator, StringComparison.OrdinalIgnoreCase))
+        {
+            return null;
+        }
+
+        if (Uri.TryCreate(value, UriKind.Absolute, out var address) && (address.Scheme == Uri.UriSchemeHttp || address.Scheme == Uri.UriSchemeHttps))
+        {
+            return address;
+        }
+
+        throw new ArgumentException($"{Key(nameof(Coordinator))} must be \"{InProcessCoordinator}\" or the absolute http or https URL of a coordinator host (got \"{Coordinator}\").", nameof(Coordinator));
+    }
+}

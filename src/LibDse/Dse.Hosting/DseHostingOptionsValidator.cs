@@ -1,0 +1,63 @@
+using Microsoft.Extensions.Options;
+
+namespace Dse.Hosting;
+
+/// <summary>
+/// Validates <see cref="DseHostingOptions"/> against the registered StateObjects when the host starts; every message
+/// names the configuration key that is wrong.
+/// </summary>
+internal sealed class DseHostingOptionsValidator(DseRegistry registry) : IValidateOptions<DseHostingOptions>
+{
+    public ValidateOptionsResult Validate(string? name, DseHostingOptions options)
+    {
+        var failures = new List<string>();
+        try
+        {
+            options.ParseCoordinator();
+        }
+        catch (ArgumentException ex)
+        {
+            failures.Add(ex.Message);
+        }
+
+        if (options.ShutdownTimeout < TimeSpan.Zero || options.ShutdownTimeout > TimeSpan.FromHours(1))
+        {
+            failures.Add($"{DseHostingOptions.Key(nameof(DseHostingOptions.ShutdownTimeout))} must be between 0 and 1 hour (got {options.ShutdownTimeout}).");
+        }
+
+        if (options.MaxConnectRetryDelay < DseHostingOptions.FirstConnectRetryDelay || options.MaxConnectRetryDelay > TimeSpan.FromMinutes(10))
+        {
+            failures.Add($"{DseHostingOptions.Key(nameof(DseHostingOptions.MaxConnectRetryDelay))} must be between {DseHostingOptions.FirstConnectRetryDelay.TotalMilliseconds} ms and 10 minutes (got {options.MaxConnectRetryDelay}).");
+        }
+
+        // The runtime's own rules for what every StateObject gets; the id is checked per registration below.
+        try
+        {
+            options.ToDseOptions(objectId: 0, loggerFactory: null, TimeProvider.System).Validate();
+        }
+        catch (ArgumentException ex)
+        {
+            failures.Add($"{DseHostingOptions.Key(ex.ParamName ?? "?")} is invalid: {ex.Message}");
+        }
+
+        ValidateIds(options, failures);
+        return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+    }
+
+    private void ValidateIds(DseHostingOptions options, List<string> failures)
+    {
+        var seen = new Dictionary<long, DseStateObjectRegistration>();
+        foreach (var registration in registry.StateObjects)
+        {
+            long id = registration.EffectiveId(options);
+            if (id < 0)
+            {
+                failures.Add($"{DseHostingOptions.Key(nameof(DseHostingOptions.ObjectId))} must be set to a non-negative, cluster-unique id (got {id}): StateObject {registration.Type.Name} is registered without an id of its own.");
+            }
+            else if (!seen.TryAdd(id, registration))
+            {
+                failures.Add($"StateObjects {seen[id].Describe()} and {registration.Describe()} both have id {id}; each StateObject needs its own cluster-unique id (set {DseHostingOptions.Key(nameof(DseHostingOptions.ObjectId))} or pass objectId to AddStateObject).");
+            }
+        }
+    }
+}
