@@ -97,7 +97,7 @@ public sealed class AzurePageBlobDeviceTests(AzuriteFixture azurite) : IAsyncLif
         uint errorCode = await TestIo.WriteAsync(device, 0, new byte[512]);
 
         Assert.Equal(DeviceErrorCodes.IoError, errorCode);
-        Assert.Contains(logger.Entries, e => e.Level == LogLevel.Error && e.EventId.Id == 1001 && e.Exception is not null);
+        Assert.Contains(logger.Entries, e => e.Level == LogLevel.Error && e.EventId.Id == 1201 && e.Exception is not null);
     }
 
     [Fact]

@@ -5,23 +5,23 @@ namespace Dse.Storage;
 /// <summary>Source-generated log messages of the storage layer; event ids are stable (1000-1199).</summary>
 internal static partial class StorageLog
 {
-    [LoggerMessage(EventId = 1001, Level = LogLevel.Error,
+    [LoggerMessage(EventId = 1201, Level = LogLevel.Error,
         Message = "Write of {Length} bytes at offset {Offset} to page blob '{BlobName}' failed with error code {ErrorCode}.")]
     public static partial void AzureWriteFailed(ILogger logger, Exception exception, string blobName, ulong offset, uint length, uint errorCode);
 
-    [LoggerMessage(EventId = 1002, Level = LogLevel.Error,
+    [LoggerMessage(EventId = 1202, Level = LogLevel.Error,
         Message = "Read of {Length} bytes at offset {Offset} from page blob '{BlobName}' failed with error code {ErrorCode}.")]
     public static partial void AzureReadFailed(ILogger logger, Exception exception, string blobName, ulong offset, uint length, uint errorCode);
 
-    [LoggerMessage(EventId = 1003, Level = LogLevel.Warning,
+    [LoggerMessage(EventId = 1203, Level = LogLevel.Warning,
         Message = "Removing page blob '{BlobName}' failed; the segment may still exist.")]
     public static partial void AzureRemoveFailed(ILogger logger, Exception exception, string blobName);
 
-    [LoggerMessage(EventId = 1004, Level = LogLevel.Debug,
+    [LoggerMessage(EventId = 1204, Level = LogLevel.Debug,
         Message = "Read from page blob '{BlobName}' found no blob (segment {SegmentId} was never written or was removed).")]
     public static partial void AzureSegmentNotFound(ILogger logger, string blobName, int segmentId);
 
-    [LoggerMessage(EventId = 1005, Level = LogLevel.Error,
+    [LoggerMessage(EventId = 1205, Level = LogLevel.Error,
         Message = "A device completion callback threw; the exception was contained so that it does not crash an I/O thread.")]
     public static partial void CompletionCallbackThrew(ILogger logger, Exception exception);
 
