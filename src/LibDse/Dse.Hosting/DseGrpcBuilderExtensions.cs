@@ -1,0 +1,50 @@
+using Dse;
+using Dse.Grpc;
+using Dse.Hosting;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+
+namespace Microsoft.Extensions.DependencyInjection;
+
+/// <summary>Wires the DSE gRPC interceptors (Dse.Grpc) into a host built with <c>AddDse</c>.</summary>
+public static class DseGrpcBuilderExtensions
+{
+    /// <summary>
+    /// Makes every gRPC service of the host speculative on behalf of the StateObject registered as
+    /// <typeparamref name="TStateObject"/>: each call runs through a <see cref="DseServerInterceptor"/> (see
+    /// docs/grpc.md). Also registers a <see cref="DseClientInterceptor"/> singleton for outgoing calls; add it to gRPC
+    /// clients with <c>AddGrpcClient&lt;T&gt;(...).AddInterceptor&lt;DseClientInterceptor&gt;()</c> or
+    /// <c>channel.Intercept(...)</c>. Calls that arrive before the StateObject connected fail with UNAVAILABLE.
+    /// </summary>
+    /// <returns>The builder.</returns>
+    public static IDseBuilder AddGrpcInterceptors<TStateObject>(this IDseBuilder builder)
+        where TStateObject : StateObject
+    {
+        ArgumentNullException.ThrowIfNull(builder);
+        AddCommon<TStateObject>(builder);
+        builder.Services.AddGrpc(options => options.Interceptors.Add<DseServerInterceptor<TStateObject>>());
+        return builder;
+    }
+
+    /// <summary>
+    /// Makes the gRPC service <typeparamref name="TService"/> alone speculative on behalf of the StateObject registered
+    /// as <typeparamref name="TStateObject"/>; other services of the host stay as they are (for example written in
+    /// manual mode with <see cref="DseManualCall"/>, or on another StateObject).
+    /// </summary>
+    /// <returns>The builder.</returns>
+    public static IDseBuilder AddGrpcInterceptors<TService, TStateObject>(this IDseBuilder builder)
+        where TService : class
+        where TStateObject : StateObject
+    {
+        ArgumentNullException.ThrowIfNull(builder);
+        AddCommon<TStateObject>(builder);
+        builder.Services.AddGrpc().AddServiceOptions<TService>(options => options.Interceptors.Add<DseServerInterceptor<TStateObject>>());
+        return builder;
+    }
+
+    private static void AddCommon<TStateObject>(IDseBuilder builder)
+        where TStateObject : StateObject
+    {
+        builder.Services.TryAddSingleton<DseClientInterceptor>();
+        builder.Services.TryAddSingleton<DseServerInterceptor<TStateObject>>();
+    }
+}
