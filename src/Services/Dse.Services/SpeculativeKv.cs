@@ -149,7 +149,10 @@ public sealed partial class SpeculativeKv : StateObject
 
     private static async ValueTask<T> AfterBarrierAsync<T>(Task barrier, Func<T> operation, CancellationToken cancellationToken)
     {
-        await barrier.WaitAsync(cancellationToken).ConfigureAwait(false);
+        // No ConfigureAwait(false): the operation must run in the caller's action. Under the DSE gRPC interceptor the
+        // caller's context detaches the call across this await and merges it back (a new action) before resuming here;
+        // resuming on the thread pool instead would write outside any action, into whatever version is current then.
+        await barrier.WaitAsync(cancellationToken);
         return operation();
     }
 
