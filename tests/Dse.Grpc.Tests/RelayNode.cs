@@ -17,6 +17,9 @@ public sealed class RelayNode
     /// <summary>The DSE headers of the requests this node received (None for a non-speculative caller).</summary>
     public ConcurrentQueue<DseHeader> Seen { get; } = new();
 
+    /// <summary>Completes if a handler ever ran the catch block of a failed forward.</summary>
+    public TaskCompletionSource CatchRan { get; } = NewSignal();
+
     /// <summary>Completes when a held call reached its hold point.</summary>
     public Task Entered => _entered.Task;
 

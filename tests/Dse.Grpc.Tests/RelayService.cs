@@ -16,10 +16,25 @@ public sealed class RelayService(RelayNode node) : Relay.RelayBase
             await node.HoldAsync();
         }
 
+        if (request.Fail)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, "asked to fail"));
+        }
+
         long forwarded = 0;
         if (request.Forward && node.Next is { } next)
         {
-            forwarded = (await next.AddAsync(new AddRequest { Amount = request.Amount })).Total;
+            try
+            {
+                forwarded = (await next.AddAsync(new AddRequest { Amount = request.Amount, Hold = request.HoldNext, Fail = request.FailNext })).Total;
+            }
+            catch (RpcException) when (request.Catch)
+            {
+                // Runs only if the call is still alive: an abandoned call never resumes.
+                counter.Add(1000);
+                node.CatchRan.TrySetResult();
+                throw;
+            }
         }
 
         return new AddReply { Total = counter.Value, ForwardedTotal = forwarded, Version = counter.CurrentVersion };
@@ -31,7 +46,7 @@ public sealed class RelayService(RelayNode node) : Relay.RelayBase
         for (int i = 0; i < request.Count; i++)
         {
             node.Counter.Add(1);
-            await responseStream.WriteAsync(new CountReply { Index = i, Version = node.Counter.CurrentVersion });
+            await responseStream.WriteAsync(new CountReply { Index = i, Version = node.Counter.CurrentVersion }, context.CancellationToken);
         }
     }
 }

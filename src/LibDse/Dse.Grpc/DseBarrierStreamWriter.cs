@@ -17,7 +17,10 @@ internal sealed class DseBarrierStreamWriter<T>(IServerStreamWriter<T> inner, Ds
     }
 
     /// <inheritdoc />
-    public Task WriteAsync(T message)
+    public Task WriteAsync(T message) => WriteAsync(message, CancellationToken.None);
+
+    /// <inheritdoc />
+    public Task WriteAsync(T message, CancellationToken cancellationToken)
     {
         if (DseCallScope.CurrentSegment != scope)
         {
@@ -25,21 +28,22 @@ internal sealed class DseBarrierStreamWriter<T>(IServerStreamWriter<T> inner, Ds
         }
 
         var owner = scope.Owner;
-        return WriteWhenCommittedAsync(owner.CurrentVersion, owner.WorldLine, message);
+        return WriteWhenCommittedAsync(owner.CurrentVersion, owner.WorldLine, message, cancellationToken);
     }
 
-    private async Task WriteWhenCommittedAsync(long version, long worldLine, T message)
+    private async Task WriteWhenCommittedAsync(long version, long worldLine, T message, CancellationToken cancellationToken)
     {
         var owner = scope.Owner;
+        using var linked = CancellationTokenSource.CreateLinkedTokenSource(scope.Cancellation, cancellationToken);
         try
         {
-            await owner.WaitForCommitAsync(version, worldLine).ConfigureAwait(false);
+            await owner.WaitForCommitAsync(version, worldLine, linked.Token).ConfigureAwait(false);
         }
         catch (Exception ex) when (ex is not OperationCanceledException)
         {
             throw DseRpcErrors.Map(ex, owner, method);
         }
 
-        await inner.WriteAsync(message).ConfigureAwait(false);
+        await inner.WriteAsync(message, cancellationToken).ConfigureAwait(false);
     }
 }

@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace Dse.Grpc;
 
 /// <summary>
@@ -8,6 +10,10 @@ namespace Dse.Grpc;
 public static class DseCall
 {
     private static readonly AsyncLocal<Sthread?> s_bound = new();
+
+    // An sthread is one logical flow, but calls made under one binding may complete concurrently (Task.WhenAll): every
+    // use the interceptor makes of a bound sthread takes its gate, so receipts, sends and barriers never interleave.
+    private static readonly ConditionalWeakTable<Sthread, SemaphoreSlim> s_gates = [];
 
     /// <summary>Whether the code runs inside an action of an intercepted server call (a handler segment).</summary>
     public static bool IsInAction => DseCallScope.CurrentSegment is not null;
@@ -27,6 +33,55 @@ public static class DseCall
         s_bound.Value = sthread;
         return new Binding(previous);
     }
+
+    /// <summary>The header for a call made under the binding, taken under the sthread's gate.</summary>
+    internal static DseHeader Send(Sthread sthread)
+    {
+        var gate = GateOf(sthread);
+
+        // Held only by the short steps below (a receipt waits outside it), so this waits briefly if at all.
+        gate.Wait();
+        try
+        {
+            return sthread.Send();
+        }
+        finally
+        {
+            gate.Release();
+        }
+    }
+
+    /// <summary>Receives a reply's header into the bound sthread, one receipt at a time.</summary>
+    internal static async ValueTask<bool> ReceiveAsync(Sthread sthread, DseHeader header)
+    {
+        var gate = GateOf(sthread);
+        await gate.WaitAsync().ConfigureAwait(false);
+        try
+        {
+            return await sthread.ReceiveAsync(header).ConfigureAwait(false);
+        }
+        finally
+        {
+            gate.Release();
+        }
+    }
+
+    /// <summary>Waits at the bound sthread's barrier without racing a receipt (a barrier resets the observed set).</summary>
+    internal static async ValueTask BarrierAsync(Sthread sthread, CancellationToken cancellationToken)
+    {
+        var gate = GateOf(sthread);
+        await gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            await sthread.BarrierAsync(cancellationToken).ConfigureAwait(false);
+        }
+        finally
+        {
+            gate.Release();
+        }
+    }
+
+    private static SemaphoreSlim GateOf(Sthread sthread) => s_gates.GetValue(sthread, static _ => new SemaphoreSlim(1, 1));
 
     /// <summary>Restores the flow's previous binding when disposed.</summary>
     public readonly struct Binding : IDisposable

@@ -14,6 +14,10 @@ internal sealed class DseCallScope : SynchronizationContext
     [ThreadStatic]
     private static DseCallScope? t_segment;
 
+    // The call whose handler flow this is. A segment is "current" only for code of its own flow: a continuation of
+    // another call (or of background work) that runs inline on a segment's thread must not act as that call.
+    private static readonly AsyncLocal<DseCallScope?> s_flow = new();
+
     private readonly StateObject _owner;
     private readonly CancellationToken _cancellation;
     private readonly Lock _lock = new();
@@ -42,9 +46,24 @@ internal sealed class DseCallScope : SynchronizationContext
     }
 
     /// <summary>The scope whose segment runs on this thread, if any: an outgoing call made now is made inside its action.</summary>
-    public static DseCallScope? CurrentSegment => t_segment;
+    public static DseCallScope? CurrentSegment => t_segment is { } scope && s_flow.Value == scope ? scope : null;
 
     public StateObject Owner => _owner;
+
+    /// <summary>The call's cancellation (the client went away or the deadline passed).</summary>
+    public CancellationToken Cancellation => _cancellation;
+
+    /// <summary>Whether the call was abandoned: state it observed was rolled back, or its owner faulted, meanwhile.</summary>
+    public bool IsAbandoned
+    {
+        get
+        {
+            lock (_lock)
+            {
+                return _abandoned is not null;
+            }
+        }
+    }
 
     /// <summary>The call's sthread once settled: it carries everything the handler observed.</summary>
     public Sthread Sthread => _sthread ?? throw new InvalidOperationException("The call has not settled yet.");
@@ -64,6 +83,7 @@ internal sealed class DseCallScope : SynchronizationContext
 
         Task<T> task;
         var previous = Current;
+        s_flow.Value = this;
         SetSynchronizationContext(this);
         t_segment = this;
         try
@@ -133,22 +153,34 @@ internal sealed class DseCallScope : SynchronizationContext
     private void Enqueue(WorkItem item)
     {
         bool start = false;
-        bool closed;
+        bool closed = false;
+        Exception? abandoned;
         lock (_lock)
         {
-            closed = _closed;
-            if (!closed)
+            abandoned = _abandoned;
+            if (abandoned is null)
             {
-                _queue.Enqueue(item);
-                start = !_busy;
-                _busy = true;
+                closed = _closed;
+                if (!closed)
+                {
+                    _queue.Enqueue(item);
+                    start = !_busy;
+                    _busy = true;
+                }
             }
         }
 
-        if (closed)
+        if (abandoned is not null)
+        {
+            // An abandoned call never runs again: its continuations are dropped (the handler's catch and finally
+            // blocks included, since they would run outside any action on rolled-back state) and receipts fail.
+            item.Receipt?.TrySetException(abandoned);
+        }
+        else if (closed)
         {
             if (item.Receipt is { } receipt)
             {
+                // A reply to a call the handler left running after it returned: nothing of the call awaits it any more.
                 receipt.TrySetResult(true);
             }
             else
@@ -179,9 +211,10 @@ internal sealed class DseCallScope : SynchronizationContext
                 }
             }
 
-            if (_abandoned is not null)
+            var abandoned = Volatile.Read(ref _abandoned);
+            if (abandoned is not null)
             {
-                item.Receipt?.TrySetException(_abandoned);
+                item.Receipt?.TrySetException(abandoned);
                 continue;
             }
 
@@ -203,9 +236,10 @@ internal sealed class DseCallScope : SynchronizationContext
             }
             catch (Exception ex)
             {
-                // Rolled back, faulted, or the call was cancelled: the handler cannot go on.
-                item.Receipt?.TrySetException(ex);
+                // Rolled back, faulted, or the call was cancelled: the handler cannot go on. Abandoned first, so the
+                // handler's reaction to the failed receipt is dropped rather than run.
                 Abandon(ex);
+                item.Receipt?.TrySetException(ex);
                 continue;
             }
 

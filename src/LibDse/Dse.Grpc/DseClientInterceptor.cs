@@ -21,31 +21,17 @@ public sealed class DseClientInterceptor : Interceptor
     public override AsyncUnaryCall<TResponse> AsyncUnaryCall<TRequest, TResponse>(TRequest request, ClientInterceptorContext<TRequest, TResponse> context, AsyncUnaryCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        var origin = DseOrigin.Capture();
-        if (origin.Kind == DseOriginKind.None)
-        {
-            return continuation(request, context);
-        }
-
-        if (origin.WaitsForCommit)
-        {
-            return new DeferredUnaryCall<TRequest, TResponse>(request, context, continuation, origin).Call;
-        }
-
-        var call = continuation(request, origin.AddTo(context));
-        return new AsyncUnaryCall<TResponse>(
-            origin.ReceiveReplyAsync(call.ResponseAsync, call.GetTrailers, context.Method.FullName),
-            call.ResponseHeadersAsync,
-            call.GetStatus,
-            call.GetTrailers,
-            call.Dispose);
+        var origin = DseOrigin.Capture(context.Method.FullName);
+        return origin.Kind == DseOriginKind.None
+            ? continuation(request, context)
+            : new DseUnaryCall<TRequest, TResponse>(request, context, continuation, origin).Call;
     }
 
     /// <inheritdoc />
     public override TResponse BlockingUnaryCall<TRequest, TResponse>(TRequest request, ClientInterceptorContext<TRequest, TResponse> context, BlockingUnaryCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        if (DseOrigin.Capture().Kind != DseOriginKind.None)
+        if (DseOrigin.Capture(context.Method.FullName).Kind != DseOriginKind.None)
         {
             throw new NotSupportedException($"{context.Method.FullName}: a blocking call inside a DSE call or bound sthread would hold the action while it waits; use the async call.");
         }
@@ -57,20 +43,20 @@ public sealed class DseClientInterceptor : Interceptor
     public override AsyncServerStreamingCall<TResponse> AsyncServerStreamingCall<TRequest, TResponse>(TRequest request, ClientInterceptorContext<TRequest, TResponse> context, AsyncServerStreamingCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        return continuation(request, DseOrigin.Capture().AddTo(context));
+        return continuation(request, DseOrigin.Capture(context.Method.FullName).AddTo(context));
     }
 
     /// <inheritdoc />
     public override AsyncClientStreamingCall<TRequest, TResponse> AsyncClientStreamingCall<TRequest, TResponse>(ClientInterceptorContext<TRequest, TResponse> context, AsyncClientStreamingCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        return continuation(DseOrigin.Capture().AddTo(context));
+        return continuation(DseOrigin.Capture(context.Method.FullName).AddTo(context));
     }
 
     /// <inheritdoc />
     public override AsyncDuplexStreamingCall<TRequest, TResponse> AsyncDuplexStreamingCall<TRequest, TResponse>(ClientInterceptorContext<TRequest, TResponse> context, AsyncDuplexStreamingCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        return continuation(DseOrigin.Capture().AddTo(context));
+        return continuation(DseOrigin.Capture(context.Method.FullName).AddTo(context));
     }
 }

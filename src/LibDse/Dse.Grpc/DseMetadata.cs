@@ -25,7 +25,20 @@ public static class DseMetadata
     public static bool TryGetHeader(Metadata? metadata, out DseHeader header)
     {
         header = default;
-        var entry = metadata?.Get(HeaderKey);
+        if (metadata is null)
+        {
+            return false;
+        }
+
+        Metadata.Entry? entry = null;
+        foreach (var candidate in metadata)
+        {
+            if (string.Equals(candidate.Key, HeaderKey, StringComparison.Ordinal))
+            {
+                entry = entry is null ? candidate : throw new DseHeaderFormatException($"More than one '{HeaderKey}' metadata entry; a call carries one DSE header.");
+            }
+        }
+
         if (entry is null)
         {
             return false;
@@ -52,6 +65,24 @@ public static class DseMetadata
         {
             throw new RpcException(new Status(StatusCode.InvalidArgument, $"Malformed DSE header in '{HeaderKey}': {ex.Message}"));
         }
+    }
+
+    /// <summary>A copy of <paramref name="metadata"/> without its DSE header.</summary>
+    public static Metadata WithoutHeader(Metadata? metadata)
+    {
+        var copy = new Metadata();
+        if (metadata is not null)
+        {
+            foreach (var entry in metadata)
+            {
+                if (!string.Equals(entry.Key, HeaderKey, StringComparison.Ordinal))
+                {
+                    copy.Add(entry);
+                }
+            }
+        }
+
+        return copy;
     }
 
     /// <summary>Sets the DSE header of <paramref name="metadata"/>, replacing any earlier one. A None header removes it.</summary>

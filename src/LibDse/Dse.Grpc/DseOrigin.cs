@@ -7,7 +7,8 @@ namespace Dse.Grpc;
 internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, DseCallScope? Scope, Sthread? Sthread, bool WaitsForCommit)
 {
     /// <summary>What the current flow sends: the running segment's vertex, the bound sthread's header, or nothing.</summary>
-    public static DseOrigin Capture()
+    /// <exception cref="RpcException">ABORTED: the bound sthread was rolled back; nothing is sent.</exception>
+    public static DseOrigin Capture(string method)
     {
         if (DseCallScope.CurrentSegment is { } scope)
         {
@@ -19,7 +20,17 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
 
         if (DseCall.Current is { } sthread)
         {
-            return new DseOrigin(DseOriginKind.Sthread, sthread.Send(), null, sthread, !sthread.Owner.Options.Speculative);
+            DseHeader header;
+            try
+            {
+                header = DseCall.Send(sthread);
+            }
+            catch (DseRolledBackException ex)
+            {
+                throw DseRpcErrors.RolledBack(ex.WorldLine, $"{method} was not sent: the caller's sthread was rolled back ({ex.Message}).");
+            }
+
+            return new DseOrigin(DseOriginKind.Sthread, header, null, sthread, !sthread.Owner.Options.Speculative);
         }
 
         return default;
@@ -63,7 +74,7 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
             }
             else
             {
-                await Sthread!.BarrierAsync(cancellationToken).ConfigureAwait(false);
+                await DseCall.BarrierAsync(Sthread!, cancellationToken).ConfigureAwait(false);
             }
         }
         catch (DseRolledBackException ex)
@@ -72,25 +83,10 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
         }
     }
 
-    /// <summary>Receives the reply's header into the flow's state before the reply (or its error) reaches the caller.</summary>
-    public async Task<TResponse> ReceiveReplyAsync<TResponse>(Task<TResponse> response, Func<Metadata> trailers, string method)
-    {
-        TResponse result;
-        try
-        {
-            result = await response.ConfigureAwait(false);
-        }
-        catch (RpcException ex)
-        {
-            await ReceiveAsync(ex.Trailers, method).ConfigureAwait(false);
-            throw;
-        }
-
-        await ReceiveAsync(trailers(), method).ConfigureAwait(false);
-        return result;
-    }
-
-    private async ValueTask ReceiveAsync(Metadata trailers, string method)
+    /// <summary>Receives a reply's header (from its trailers) into the flow's state, before the caller sees the reply.</summary>
+    /// <exception cref="RpcException">ABORTED: the reply came from rolled-back state, or the caller was rolled back;
+    /// INTERNAL: the header is malformed.</exception>
+    public async ValueTask ReceiveAsync(Metadata trailers, string method)
     {
         DseHeader header;
         try
@@ -110,7 +106,7 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
         {
             kept = Kind == DseOriginKind.Segment
                 ? await Scope!.ReceiveAsync(header).ConfigureAwait(false)
-                : await Sthread!.ReceiveAsync(header).ConfigureAwait(false);
+                : await DseCall.ReceiveAsync(Sthread!, header).ConfigureAwait(false);
         }
         catch (DseRolledBackException ex)
         {

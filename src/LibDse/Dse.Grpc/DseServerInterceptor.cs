@@ -108,14 +108,21 @@ public sealed class DseServerInterceptor : Interceptor
         {
             result = await scope.RunAsync(handler).ConfigureAwait(false);
         }
-        catch (Exception ex) when (ex is DseRolledBackException or DseFaultedException)
+        catch (Exception ex) when (scope.IsAbandoned)
         {
             // The call was abandoned between segments: nothing it did may be shown, and there is no reply to hold.
             throw DseRpcErrors.Map(ex, _owner, context.Method);
         }
+        catch (RpcException ex)
+        {
+            // An error reply is a reply too: it may depend on speculative state, so it is released like a result, with
+            // this call's header only (a DSE header in the exception's trailers would shadow it at the caller).
+            failure = ExceptionDispatchInfo.Capture(ex.Trailers.Any(e => e.Key == DseMetadata.HeaderKey)
+                ? new RpcException(ex.Status, DseMetadata.WithoutHeader(ex.Trailers), ex.Message)
+                : ex);
+        }
         catch (Exception ex)
         {
-            // An error reply is a reply too: it may depend on speculative state, so it is released like a result.
             failure = ExceptionDispatchInfo.Capture(ex);
         }
 
