@@ -10,6 +10,9 @@ public static class ScenarioRegistry
     [
         new PrimitivesScenario(),
         new CoordinatorScenario(),
+        new DarqProducerScenario(),
+        new DarqStepScenario(),
+        new DarqLatencyScenario(),
     ];
 
     /// <summary>Finds a scenario by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>

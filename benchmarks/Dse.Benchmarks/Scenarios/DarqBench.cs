@@ -1,0 +1,124 @@
+using Dse.Darq;
+using Dse.Storage;
+using FASTER.core;
+
+namespace Dse.Benchmarks.Scenarios;
+
+/// <summary>
+/// What the DARQ scenarios share: devices of one kind for DARQ and for the raw FasterLog it is compared with, the same
+/// log settings and group commit for both, and a scratch directory that is removed afterwards.
+/// </summary>
+internal sealed class DarqBench : IDisposable
+{
+    public const int MessageSize = 1024;
+    public static readonly TimeSpan CommitInterval = TimeSpan.FromMilliseconds(5);
+
+    private readonly string _directory = Path.Combine(Path.GetTempPath(), "dse-bench-darq-" + Guid.NewGuid().ToString("N"));
+    private int _next;
+
+    public DarqBench(bool inMemory)
+    {
+        InMemory = inMemory;
+        Directory.CreateDirectory(_directory);
+    }
+
+    /// <summary>Whether devices are in memory (else local files in a scratch directory).</summary>
+    public bool InMemory { get; }
+
+    public string DeviceKind => InMemory ? "memory" : "local file";
+
+    public IDevice NewDevice(string name) => InMemory
+        ? DseDevices.CreateInMemory()
+        : DseDevices.CreateLocalFile(Path.Combine(_directory, $"{name}-{Interlocked.Increment(ref _next)}.log"));
+
+    public Task<Darq.Darq> OpenDarqAsync() => Darq.Darq.OpenAsync(new DarqOptions
+    {
+        Name = "bench",
+        LogDevice = NewDevice("darq"),
+        CommitDevice = NewDevice("darq-commit"),
+        CommitInterval = CommitInterval,
+    });
+
+    /// <summary>A raw FasterLog with DARQ's settings, committed every <see cref="CommitInterval"/> by a background loop.</summary>
+    public RawLog OpenRaw()
+    {
+        var device = NewDevice("raw");
+        var commitDirectory = Path.Combine(_directory, "raw-commits-" + Interlocked.Increment(ref _next));
+        var log = new FasterLog(new FasterLogSettings
+        {
+            LogDevice = device,
+            PageSize = 1L << 20,
+            MemorySize = 1L << 23,
+            SegmentSize = 1L << 26,
+            LogChecksum = LogChecksumType.None,
+            AutoRefreshSafeTailAddress = false,
+            AutoCommit = false,
+            LogCommitManager = new DeviceLogCommitCheckpointManager(new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(commitDirectory)),
+        });
+        return new RawLog(log, device);
+    }
+
+    public static byte[] Payload()
+    {
+        var payload = new byte[MessageSize];
+        new Random(7).NextBytes(payload);
+        return payload;
+    }
+
+    public void Dispose()
+    {
+        try
+        {
+            Directory.Delete(_directory, recursive: true);
+        }
+        catch (IOException)
+        {
+            // A device still closing: the scratch directory is in the temp folder and harmless.
+        }
+    }
+
+    /// <summary>The baseline: FasterLog enqueues with a periodic commit and nothing else.</summary>
+    public sealed class RawLog : IAsyncDisposable
+    {
+        private readonly IDevice _device;
+        private readonly CancellationTokenSource _stop = new();
+        private readonly Task _commits;
+
+        public RawLog(FasterLog log, IDevice device)
+        {
+            Log = log;
+            _device = device;
+            _commits = CommitLoopAsync();
+        }
+
+        public FasterLog Log { get; }
+
+        public ValueTask<long> EnqueueAsync(byte[] entry) => Log.TryEnqueue(entry, out long address) ? ValueTask.FromResult(address) : Log.EnqueueAsync(entry);
+
+        public async ValueTask DisposeAsync()
+        {
+            await _stop.CancelAsync();
+            try
+            {
+                await _commits;
+            }
+            catch (OperationCanceledException)
+            {
+                // The loop ends by cancellation.
+            }
+
+            Log.Dispose();
+            _device.Dispose();
+            _stop.Dispose();
+        }
+
+        private async Task CommitLoopAsync()
+        {
+            using var timer = new PeriodicTimer(CommitInterval);
+            while (await timer.WaitForNextTickAsync(_stop.Token))
+            {
+                Log.Commit();
+            }
+        }
+    }
+}
