@@ -16,14 +16,18 @@ internal sealed class DarqBench : IDisposable
     private readonly string _directory = Path.Combine(Path.GetTempPath(), "dse-bench-darq-" + Guid.NewGuid().ToString("N"));
     private int _next;
 
-    public DarqBench(bool inMemory)
+    public DarqBench(bool inMemory, long memorySize = 1L << 23)
     {
         InMemory = inMemory;
+        MemorySize = memorySize;
         Directory.CreateDirectory(_directory);
     }
 
     /// <summary>Whether devices are in memory (else local files in a scratch directory).</summary>
     public bool InMemory { get; }
+
+    /// <summary>The log's in-memory buffer, the same for DARQ and the raw log.</summary>
+    public long MemorySize { get; }
 
     public string DeviceKind => InMemory ? "memory" : "local file";
 
@@ -37,6 +41,7 @@ internal sealed class DarqBench : IDisposable
         LogDevice = NewDevice("darq"),
         CommitDevice = NewDevice("darq-commit"),
         CommitInterval = CommitInterval,
+        MemorySize = MemorySize,
     });
 
     /// <summary>A raw FasterLog with DARQ's settings, committed every <see cref="CommitInterval"/> by a background loop.</summary>
@@ -48,7 +53,7 @@ internal sealed class DarqBench : IDisposable
         {
             LogDevice = device,
             PageSize = 1L << 20,
-            MemorySize = 1L << 23,
+            MemorySize = MemorySize,
             SegmentSize = 1L << 26,
             LogChecksum = LogChecksumType.None,
             AutoRefreshSafeTailAddress = false,
