@@ -13,6 +13,7 @@ public static class ScenarioRegistry
         new DarqProducerScenario(),
         new DarqStepScenario(),
         new DarqLatencyScenario(),
+        new InterceptorScenario(),
     ];
 
     /// <summary>Finds a scenario by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>

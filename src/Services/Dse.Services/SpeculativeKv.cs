@@ -109,6 +109,13 @@ public sealed partial class SpeculativeKv : StateObject
         _procedures[name] = procedure;
     }
 
+    /// <summary>Whether a procedure is registered under <paramref name="name"/> (procedures are never unregistered).</summary>
+    public bool HasProcedure(string name)
+    {
+        ArgumentNullException.ThrowIfNull(name);
+        return _procedures.ContainsKey(name);
+    }
+
     /// <summary>
     /// Runs a registered procedure alone on this store and applies its writes if it returns. Call inside an action.
     /// The procedure must not call back into this store except through its context.
@@ -149,10 +156,10 @@ public sealed partial class SpeculativeKv : StateObject
 
     private static async ValueTask<T> AfterBarrierAsync<T>(Task barrier, Func<T> operation, CancellationToken cancellationToken)
     {
-        // No ConfigureAwait(false): the operation must run in the caller's action. Under the DSE gRPC interceptor the
-        // caller's context detaches the call across this await and merges it back (a new action) before resuming here;
-        // resuming on the thread pool instead would write outside any action, into whatever version is current then.
-        await barrier.WaitAsync(cancellationToken);
+        // Resume on the caller's context, not the pool: under DseServerInterceptor the caller's action ended at this
+        // await (the call detached), and its context merges the call back into an action before the operation runs.
+        // A caller that holds its action across the await has no context, so this changes nothing for it.
+        await barrier.WaitAsync(cancellationToken).ConfigureAwait(true);
         return operation();
     }
 

@@ -1,0 +1,21 @@
+using Dse.Services.Grpc.V1;
+using Google.Protobuf;
+using Grpc.Core;
+
+namespace Dse.Benchmarks.Scenarios.Interceptor;
+
+/// <summary>The no-DSE baseline: KeyValueService's Get and Put as a thin wrapper over <see cref="PlainKvStore"/>.</summary>
+internal sealed class NoDseKvService(PlainKvStore store) : KeyValueService.KeyValueServiceBase
+{
+    public override Task<GetReply> Get(GetRequest request, ServerCallContext context)
+    {
+        var value = store.Get(request.Key.Span);
+        return Task.FromResult(value is null ? new GetReply() : new GetReply { Found = true, Value = UnsafeByteOperations.UnsafeWrap(value) });
+    }
+
+    public override Task<PutReply> Put(PutRequest request, ServerCallContext context)
+    {
+        store.Put(request.Key.Span, request.Value.Span);
+        return Task.FromResult(new PutReply());
+    }
+}

@@ -1,0 +1,140 @@
+using System.IO.Hashing;
+using Dse.Services;
+using Dse.Storage;
+using FASTER.core;
+
+namespace Dse.Benchmarks.Scenarios.Interceptor;
+
+/// <summary>
+/// The no-DSE baseline's store: FasterKV with SpeculativeKv's key/value types and settings and the same per-operation
+/// work (SpeculativeKv's own <see cref="KvOperations"/>, key and value checks, a session per operation, the shared lock
+/// stored procedures would take exclusively, a striped lock around writes), persisted by a plain fold-over checkpoint
+/// every group-commit period. No StateObject, no actions, no headers: SpeculativeKv with the DSE protocol taken out.
+/// </summary>
+internal sealed class PlainKvStore : IAsyncDisposable
+{
+    private const int StripeCount = 64;
+
+    private readonly SpeculativeKvOptions _options;
+    private readonly IDevice _device;
+    private readonly DeviceLogCommitCheckpointManager _checkpoints;
+    private readonly FasterKV<SpanByte, SpanByte> _faster;
+    private readonly ReaderWriterLockSlim _exclusive = new(LockRecursionPolicy.NoRecursion);
+    private readonly Lock[] _stripes = new Lock[StripeCount];
+    private readonly CancellationTokenSource _stop = new();
+    private readonly Task _checkpointLoop;
+
+    public PlainKvStore(SpeculativeKvOptions options, TimeSpan checkpointPeriod)
+    {
+        _options = options;
+        string hlog = Path.Combine(options.Directory!, "hlog");
+        Directory.CreateDirectory(hlog);
+        _device = DseDevices.CreateLocalFile(Path.Combine(hlog, "hlog.log"), new LocalFileDeviceOptions { RecoverDevice = true });
+        _checkpoints = new DeviceLogCommitCheckpointManager(
+            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.Combine(Path.GetFullPath(options.Directory!), "checkpoints")), removeOutdated: true);
+        _faster = new FasterKV<SpanByte, SpanByte>(
+            options.IndexBuckets,
+            new LogSettings { LogDevice = _device, PageSizeBits = options.PageSizeBits, MemorySizeBits = options.MemorySizeBits, SegmentSizeBits = options.SegmentSizeBits },
+            new CheckpointSettings { CheckpointManager = _checkpoints, RemoveOutdated = true });
+        for (int i = 0; i < StripeCount; i++)
+        {
+            _stripes[i] = new Lock();
+        }
+
+        _checkpointLoop = CheckpointLoopAsync(checkpointPeriod, _stop.Token);
+    }
+
+    /// <summary>Checkpoints taken so far.</summary>
+    public long Checkpoints { get; private set; }
+
+    public byte[]? Get(ReadOnlySpan<byte> key)
+    {
+        Validate(key, default);
+        _exclusive.EnterReadLock();
+        try
+        {
+            using var session = NewSession();
+            return KvOperations.Read(session, key);
+        }
+        finally
+        {
+            _exclusive.ExitReadLock();
+        }
+    }
+
+    public void Put(ReadOnlySpan<byte> key, ReadOnlySpan<byte> value)
+    {
+        Validate(key, value);
+        _exclusive.EnterReadLock();
+        try
+        {
+            using var session = NewSession();
+            lock (_stripes[(int)(XxHash3.HashToUInt64(key) % StripeCount)])
+            {
+                KvOperations.Upsert(session, key, value);
+            }
+        }
+        finally
+        {
+            _exclusive.ExitReadLock();
+        }
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        await _stop.CancelAsync().ConfigureAwait(false);
+        await _checkpointLoop.ConfigureAwait(false);
+        _stop.Dispose();
+        _faster.Dispose();
+        _checkpoints.Dispose();
+        _device.Dispose();
+        _exclusive.Dispose();
+    }
+
+    private ClientSession<SpanByte, SpanByte, SpanByte, byte[], Empty, SpanByteFunctions_ByteArrayOutput<Empty>> NewSession() =>
+        _faster.For(new SpanByteFunctions_ByteArrayOutput<Empty>()).NewSession<SpanByteFunctions_ByteArrayOutput<Empty>>();
+
+    private void Validate(ReadOnlySpan<byte> key, ReadOnlySpan<byte> value)
+    {
+        if (key.IsEmpty || key.Length > _options.MaxKeyBytes || value.Length > _options.MaxValueBytes)
+        {
+            throw new ArgumentException($"Key of {key.Length} bytes or value of {value.Length} bytes out of bounds.", nameof(key));
+        }
+    }
+
+    /// <summary>
+    /// What a durable FASTER service without DSE does: a fold-over checkpoint per period (the index every 16th), started
+    /// like SpeculativeKv's Persist starts one, with no operation (no session) running, so FASTER moves its version
+    /// inside the call instead of waiting for sessions to refresh.
+    /// </summary>
+    private async Task CheckpointLoopAsync(TimeSpan period, CancellationToken stop)
+    {
+        using var timer = new PeriodicTimer(period);
+        try
+        {
+            while (await timer.WaitForNextTickAsync(stop).ConfigureAwait(false))
+            {
+                Task completion;
+                _exclusive.EnterWriteLock();
+                try
+                {
+                    bool started = Checkpoints % 16 == 0
+                        ? _faster.TryInitiateFullCheckpoint(out _, CheckpointType.FoldOver)
+                        : _faster.TryInitiateHybridLogCheckpoint(out _, CheckpointType.FoldOver);
+                    completion = started ? _faster.CompleteCheckpointAsync(stop).AsTask() : Task.CompletedTask;
+                }
+                finally
+                {
+                    _exclusive.ExitWriteLock();
+                }
+
+                await completion.ConfigureAwait(false);
+                Checkpoints++;
+            }
+        }
+        catch (OperationCanceledException) when (stop.IsCancellationRequested)
+        {
+            // Disposing.
+        }
+    }
+}
