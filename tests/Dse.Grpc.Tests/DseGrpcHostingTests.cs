@@ -59,7 +59,7 @@ public sealed class DseGrpcHostingTests
         using var call = client.AddAsync(new AddRequest { Amount = 1 }, headers);
         await call.ResponseAsync;
         Assert.True(DseMetadata.TryGetHeader(call.GetTrailers(), out var replyHeader));
-        Assert.Contains(replyHeader.Dependencies.ToArray(), d => d.ObjectId == 2);
+        Assert.Contains(Enumerable.Range(0, replyHeader.DependencyCount).Select(replyHeader.GetDependency), d => d.ObjectId == 2);
         await app.StopAsync();
     }
 }

@@ -22,11 +22,13 @@ internal sealed class DseCallScope : SynchronizationContext
     private readonly CancellationToken _cancellation;
     private readonly Lock _lock = new();
 
-    // Posted continuations and reply receipts, in order. Guarded by _lock.
-    private readonly Queue<WorkItem> _queue = new();
+    // Posted continuations and reply receipts, in order; created at the first post (most calls never post). Guarded
+    // by _lock.
+    private Queue<WorkItem>? _queue;
 
-    // Completes once the handler finished and its last segment detached, or the call was abandoned.
-    private readonly TaskCompletionSource _settled = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    // Completes once the handler finished and its last segment detached, or the call was abandoned. Created when the
+    // first segment ends with the handler still running (the fast path never needs it).
+    private TaskCompletionSource? _settled;
 
     // True while a segment runs or the pump drains the queue; at most one of them runs at a time. Guarded by _lock.
     private bool _busy;
@@ -74,7 +76,15 @@ internal sealed class DseCallScope : SynchronizationContext
     /// </summary>
     /// <exception cref="DseRolledBackException">The call was abandoned: state it observed was rolled back.</exception>
     /// <exception cref="DseFaultedException">The owner faulted while the call was detached.</exception>
-    public async Task<T> RunAsync<T>(Func<Task<T>> handler)
+    public Task<T> RunAsync<T>(Func<Task<T>> handler) => SettleAsync(Start(handler));
+
+    /// <summary>
+    /// Runs <paramref name="handler"/> up to its first await that does not complete at once: the call's first segment,
+    /// in the action the caller started. The action is still held when this returns. If the returned task is
+    /// completed, end the call with <see cref="CloseInline"/> and end the action yourself; otherwise call
+    /// <see cref="SettleAsync"/>.
+    /// </summary>
+    public Task<T> Start<T>(Func<Task<T>> handler)
     {
         lock (_lock)
         {
@@ -101,12 +111,46 @@ internal sealed class DseCallScope : SynchronizationContext
         }
 
         _handler = task;
+        return task;
+    }
+
+    /// <summary>
+    /// The handler finished inside its first segment (the fast path: no await had to wait). Closes the call; work the
+    /// handler left queued runs outside any action. The caller still holds the action and ends it.
+    /// </summary>
+    public void CloseInline()
+    {
+        WorkItem[] stray;
+        lock (_lock)
+        {
+            _closed = true;
+            _busy = false;
+            stray = _queue is null ? [] : [.. _queue];
+            _queue = null;
+        }
+
+        foreach (var item in stray)
+        {
+            RunClosed(item);
+        }
+    }
+
+    /// <summary>Ends the first segment and completes once the handler finished and its last segment detached.</summary>
+    /// <exception cref="DseRolledBackException">The call was abandoned: state it observed was rolled back.</exception>
+    /// <exception cref="DseFaultedException">The owner faulted while the call was detached.</exception>
+    public async Task<T> SettleAsync<T>(Task<T> task)
+    {
+        var settled = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        lock (_lock)
+        {
+            _settled = settled;
+        }
 
         // A handler that finishes outside a segment (it used ConfigureAwait(false)) settles the call once idle.
         _ = task.ContinueWith(static (_, s) => ((DseCallScope)s!).SettleIfIdle(), this, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
         EndSegment();
 
-        await _settled.Task.ConfigureAwait(false);
+        await settled.Task.ConfigureAwait(false);
         if (_abandoned is not null)
         {
             // Observe the handler's own fault, if any, so it is not reported as unobserved.
@@ -163,7 +207,7 @@ internal sealed class DseCallScope : SynchronizationContext
                 closed = _closed;
                 if (!closed)
                 {
-                    _queue.Enqueue(item);
+                    (_queue ??= new Queue<WorkItem>()).Enqueue(item);
                     start = !_busy;
                     _busy = true;
                 }
@@ -178,20 +222,25 @@ internal sealed class DseCallScope : SynchronizationContext
         }
         else if (closed)
         {
-            if (item.Receipt is { } receipt)
-            {
-                // A reply to a call the handler left running after it returned: nothing of the call awaits it any more.
-                receipt.TrySetResult(true);
-            }
-            else
-            {
-                // Work the handler left running after it returned: it runs outside any action, as without DSE.
-                ThreadPool.UnsafeQueueUserWorkItem(static s => s.Callback!(s.State), item, preferLocal: false);
-            }
+            RunClosed(item);
         }
         else if (start)
         {
             ThreadPool.UnsafeQueueUserWorkItem(static s => _ = s.PumpAsync(), this, preferLocal: false);
+        }
+    }
+
+    /// <summary>Work for a call that has settled: it runs outside any action, as without DSE.</summary>
+    private static void RunClosed(WorkItem item)
+    {
+        if (item.Receipt is { } receipt)
+        {
+            // A reply to a call the handler left running after it returned: nothing of the call awaits it any more.
+            receipt.TrySetResult(true);
+        }
+        else
+        {
+            ThreadPool.UnsafeQueueUserWorkItem(static s => s.Callback!(s.State), item, preferLocal: false);
         }
     }
 
@@ -203,7 +252,7 @@ internal sealed class DseCallScope : SynchronizationContext
             WorkItem item;
             lock (_lock)
             {
-                if (!_queue.TryDequeue(out item))
+                if (_queue is null || !_queue.TryDequeue(out item))
                 {
                     _busy = false;
                     SettleIfDoneLocked();
@@ -276,7 +325,7 @@ internal sealed class DseCallScope : SynchronizationContext
         bool start;
         lock (_lock)
         {
-            start = _queue.Count > 0;
+            start = _queue is { Count: > 0 };
             if (!start)
             {
                 _busy = false;
@@ -306,7 +355,7 @@ internal sealed class DseCallScope : SynchronizationContext
         if (_abandoned is not null || _handler is { IsCompleted: true })
         {
             _closed = true;
-            _settled.TrySetResult();
+            _settled?.TrySetResult();
         }
     }
 

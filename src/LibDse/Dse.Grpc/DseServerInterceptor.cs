@@ -102,34 +102,72 @@ public sealed class DseServerInterceptor : Interceptor
     /// <summary>Runs the handler in the call's scope, then releases the reply as the caller's kind requires.</summary>
     private async Task<T> RunAsync<T>(DseCallScope scope, bool speculativeCaller, ServerCallContext context, Func<Task<T>> handler)
     {
+        var task = scope.Start(handler);
+        if (task.IsCompleted)
+        {
+            // The fast path: the handler never waited, so the call is one action, still held here.
+            scope.CloseInline();
+            if (speculativeCaller && _owner.Options.Speculative)
+            {
+                DseMetadata.SetHeader(context.ResponseTrailers, _owner.EndAction());
+                return task.IsCompletedSuccessfully ? task.Result : await ReplyWithErrorAsync(task).ConfigureAwait(false);
+            }
+
+            var sthread = _owner.Detach();
+            if (task.IsCompletedSuccessfully)
+            {
+                await ReleaseReplyAsync(_owner, sthread, speculativeCaller, context).ConfigureAwait(false);
+                return task.Result;
+            }
+
+            await ReleaseReplyAsync(_owner, sthread, speculativeCaller, context).ConfigureAwait(false);
+            return await ReplyWithErrorAsync(task).ConfigureAwait(false);
+        }
+
         T result = default!;
         ExceptionDispatchInfo? failure = null;
         try
         {
-            result = await scope.RunAsync(handler).ConfigureAwait(false);
+            result = await scope.SettleAsync(task).ConfigureAwait(false);
         }
         catch (Exception ex) when (scope.IsAbandoned)
         {
             // The call was abandoned between segments: nothing it did may be shown, and there is no reply to hold.
             throw DseRpcErrors.Map(ex, _owner, context.Method);
         }
-        catch (RpcException ex)
-        {
-            // An error reply is a reply too: it may depend on speculative state, so it is released like a result, with
-            // this call's header only (a DSE header in the exception's trailers would shadow it at the caller).
-            failure = ExceptionDispatchInfo.Capture(ex.Trailers.Any(e => e.Key == DseMetadata.HeaderKey)
-                ? new RpcException(ex.Status, DseMetadata.WithoutHeader(ex.Trailers), ex.Message)
-                : ex);
-        }
         catch (Exception ex)
         {
-            failure = ExceptionDispatchInfo.Capture(ex);
+            // An error reply is a reply too: it may depend on speculative state, so it is released like a result.
+            failure = ExceptionDispatchInfo.Capture(WithoutDseHeader(ex));
         }
 
         await ReleaseReplyAsync(_owner, scope.Sthread, speculativeCaller, context).ConfigureAwait(false);
         failure?.Throw();
         return result;
     }
+
+    /// <summary>Rethrows the failure of a handler that completed, without a DSE header in its trailers.</summary>
+    private static async Task<T> ReplyWithErrorAsync<T>(Task<T> task)
+    {
+        try
+        {
+            return await task.ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            ExceptionDispatchInfo.Throw(WithoutDseHeader(ex));
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// An error reply carries this call's header only: a DSE header in the exception's trailers (a downstream's) would
+    /// shadow it at the caller.
+    /// </summary>
+    private static Exception WithoutDseHeader(Exception error) =>
+        error is RpcException rpc && rpc.Trailers.Any(e => e.Key == DseMetadata.HeaderKey)
+            ? new RpcException(rpc.Status, DseMetadata.WithoutHeader(rpc.Trailers), rpc.Message)
+            : error;
 
     /// <summary>
     /// Releases a reply: to a speculative caller of a speculative StateObject at once, with the call's header in the
