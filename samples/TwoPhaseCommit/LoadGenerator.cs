@@ -15,7 +15,10 @@ namespace Dse.Samples.TwoPhaseCommit;
 /// </summary>
 internal sealed class LoadGenerator : IDisposable
 {
-    private static readonly TimeSpan FailureBackoff = TimeSpan.FromMilliseconds(20);
+    // After a failed transaction a client waits before the next, doubling up to a second while failures go on, so a
+    // participant that is down for a few seconds does not make the clients burn through their transactions.
+    private static readonly TimeSpan FirstBackoff = TimeSpan.FromMilliseconds(50);
+    private static readonly TimeSpan MaxBackoff = TimeSpan.FromSeconds(1);
 
     private readonly GrpcChannel[] _participantChannels;
     private readonly Participant.ParticipantClient[] _participants;
@@ -54,6 +57,7 @@ internal sealed class LoadGenerator : IDisposable
 
         async Task ClientAsync()
         {
+            var backoff = FirstBackoff;
             while (true)
             {
                 long transaction = Interlocked.Increment(ref next);
@@ -65,9 +69,14 @@ internal sealed class LoadGenerator : IDisposable
                 long begin = Stopwatch.GetTimestamp();
                 var result = await RunOneAsync(transaction, cancellationToken).ConfigureAwait(false);
                 outcome.Record(transaction, result, begin, Stopwatch.GetElapsedTime(begin).TotalMilliseconds);
-                if (result != TransactionResult.Committed)
+                if (result == TransactionResult.Committed)
                 {
-                    await Task.Delay(FailureBackoff, cancellationToken).ConfigureAwait(false);
+                    backoff = FirstBackoff;
+                }
+                else
+                {
+                    await Task.Delay(backoff, cancellationToken).ConfigureAwait(false);
+                    backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, MaxBackoff.Ticks));
                 }
 
                 onFinished?.Invoke(Interlocked.Increment(ref finished));

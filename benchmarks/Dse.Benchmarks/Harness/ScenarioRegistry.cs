@@ -10,6 +10,7 @@ public static class ScenarioRegistry
     [
         new PrimitivesScenario(),
         new CoordinatorScenario(),
+        new TwoPhaseCommitScenario(),
     ];
 
     /// <summary>Finds a scenario by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>
