@@ -67,8 +67,8 @@ internal sealed class LoadGenerator : IDisposable
                 }
 
                 long begin = Stopwatch.GetTimestamp();
-                var result = await RunOneAsync(transaction, cancellationToken).ConfigureAwait(false);
-                outcome.Record(transaction, result, begin, Stopwatch.GetElapsedTime(begin).TotalMilliseconds);
+                var (result, reason) = await RunOneAsync(transaction, cancellationToken).ConfigureAwait(false);
+                outcome.Record(transaction, result, reason, begin, Stopwatch.GetElapsedTime(begin).TotalMilliseconds);
                 if (result == TransactionResult.Committed)
                 {
                     backoff = FirstBackoff;
@@ -105,7 +105,8 @@ internal sealed class LoadGenerator : IDisposable
         _committerChannel.Dispose();
     }
 
-    private async Task<TransactionResult> RunOneAsync(long transaction, CancellationToken cancellationToken)
+    /// <summary>Runs one transaction; for one not committed, also why (the step and the status).</summary>
+    private async Task<(TransactionResult Result, string? Reason)> RunOneAsync(long transaction, CancellationToken cancellationToken)
     {
         var request = new TransactionRequest { Transaction = transaction };
         var begins = new Task[_participants.Length];
@@ -124,12 +125,12 @@ internal sealed class LoadGenerator : IDisposable
         try
         {
             var reply = await _committer.CommitAsync(request, deadline: DateTime.UtcNow + Timeouts.Commit, cancellationToken: cancellationToken).ConfigureAwait(false);
-            return reply.Committed ? TransactionResult.Committed : TransactionResult.Aborted;
+            return reply.Committed ? (TransactionResult.Committed, null) : (TransactionResult.Aborted, "a participant voted no");
         }
         catch (RpcException ex) when (!cancellationToken.IsCancellationRequested)
         {
             ObserveRollback(ex.Trailers);
-            return ex.StatusCode == StatusCode.Aborted ? TransactionResult.Aborted : TransactionResult.Failed;
+            return (ex.StatusCode == StatusCode.Aborted ? TransactionResult.Aborted : TransactionResult.Failed, $"commit: {ex.StatusCode}");
         }
     }
 
@@ -155,25 +156,26 @@ internal sealed class LoadGenerator : IDisposable
         }
     }
 
-    private static TransactionResult? Classify(Task[] calls)
+    private static (TransactionResult, string)? Classify(Task[] calls)
     {
-        TransactionResult? result = null;
+        (TransactionResult, string)? result = null;
         foreach (var call in calls)
         {
             if (call.Exception?.InnerException is RpcException { StatusCode: StatusCode.Aborted })
             {
-                return TransactionResult.Aborted;
+                return (TransactionResult.Aborted, "start record: Aborted");
             }
 
             if (call.IsFaulted || call.IsCanceled)
             {
-                if (call.Exception?.InnerException is not RpcException)
+                if (call.Exception?.InnerException is not RpcException failed)
                 {
                     // Not a call failure (a bug, or cancellation of the run): surface it.
                     call.GetAwaiter().GetResult();
+                    throw new InvalidOperationException("Unreachable: the call faulted.");
                 }
 
-                result = TransactionResult.Failed;
+                result = (TransactionResult.Failed, $"start record: {failed.StatusCode}");
             }
         }
 

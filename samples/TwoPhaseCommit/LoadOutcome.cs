@@ -6,6 +6,7 @@ namespace Dse.Samples.TwoPhaseCommit;
 internal sealed class LoadOutcome
 {
     private readonly ConcurrentQueue<(long Transaction, long BeganAt, double LatencyMs)> _committed = new();
+    private readonly ConcurrentDictionary<string, int> _reasons = new(StringComparer.Ordinal);
     private int _aborted;
     private int _failed;
 
@@ -16,11 +17,19 @@ internal sealed class LoadOutcome
 
     public int Failed => Volatile.Read(ref _failed);
 
+    /// <summary>Why transactions were not committed (the step and the status), with how many each.</summary>
+    public IReadOnlyDictionary<string, int> Reasons => _reasons;
+
     /// <summary>Wall-clock time of the whole load.</summary>
     public TimeSpan Elapsed { get; set; }
 
-    public void Record(long transaction, TransactionResult result, long beganAt, double latencyMs)
+    public void Record(long transaction, TransactionResult result, string? reason, long beganAt, double latencyMs)
     {
+        if (reason is not null)
+        {
+            _reasons.AddOrUpdate(reason, 1, static (_, n) => n + 1);
+        }
+
         switch (result)
         {
             case TransactionResult.Committed:

@@ -18,6 +18,9 @@ public sealed class ModeResults
     /// <summary>Transactions whose calls failed otherwise (a participant down, a deadline): outcome unknown to the client.</summary>
     public required int Failed { get; init; }
 
+    /// <summary>Why transactions were not committed (the step and the gRPC status, or a no vote), with how many each.</summary>
+    public required IReadOnlyDictionary<string, int> NotCommittedReasons { get; init; }
+
     /// <summary>Participants killed and restarted during the run.</summary>
     public required int Kills { get; init; }
 

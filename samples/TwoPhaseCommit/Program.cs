@@ -123,6 +123,11 @@ foreach (var mode in new[] { results.Speculative, results.NonSpeculative })
         $"{name}: commit latency mean {mode.MeanMs:F2} ms, p50 {mode.P50Ms:F2} ms, p99 {mode.P99Ms:F2} ms; committed {mode.Committed}, aborted {mode.Aborted}, failed {mode.Failed} in {mode.Elapsed.TotalSeconds:F1} s ({mode.Committed / mode.Elapsed.TotalSeconds:F0} commits/s)"));
     Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
         $"{new string(' ', name.Length)}  atomicity: {mode.CheckedTransactions} transactions checked at 4 participants; kills {mode.Kills}, committed after the restart {(mode.Kills > 0 ? mode.CommittedAfterRestart.ToString(CultureInfo.InvariantCulture) : "-")}, violations {mode.Violations.Count}"));
+    if (mode.NotCommittedReasons.Count > 0)
+    {
+        Console.WriteLine($"{new string(' ', name.Length)}  not committed: {string.Join(", ", mode.NotCommittedReasons.OrderByDescending(r => r.Value).Select(r => $"{r.Key} x{r.Value}"))}");
+    }
+
     foreach (string violation in mode.Violations)
     {
         Console.WriteLine($"  VIOLATION: {violation}");

@@ -72,28 +72,35 @@ public static class TwoPhaseCommitRun
         Task chaosTask = Task.CompletedTask;
         long restartedAt = long.MaxValue;
         int kills = 0;
-        Action<int>? onFinished = null;
+        int tenth = Math.Max(1, options.Transactions / 10);
+        long loadStarted = Stopwatch.GetTimestamp();
         if (chaos)
         {
             progress?.WriteLine($"{name}: chaos (seed {seed}): participant-{victim} will be killed (SIGKILL) after {killAfter} transactions");
-            onFinished = finished =>
+        }
+
+        void OnFinished(int finished)
+        {
+            if (finished % tenth == 0 && finished < options.Transactions)
             {
-                if (finished == killAfter)
+                progress?.WriteLine($"{name}: {finished} transactions done after {Stopwatch.GetElapsedTime(loadStarted).TotalSeconds:F0} s");
+            }
+
+            if (chaos && finished == killAfter)
+            {
+                chaosTask = Task.Run(async () =>
                 {
-                    chaosTask = Task.Run(async () =>
-                    {
-                        long killedAt = Stopwatch.GetTimestamp();
-                        await cluster.KillAndRestartParticipantAsync(victim, cancellationToken).ConfigureAwait(false);
-                        Interlocked.Exchange(ref restartedAt, Stopwatch.GetTimestamp());
-                        Interlocked.Increment(ref kills);
-                        progress?.WriteLine($"{name}: chaos: killed participant-{victim} and restarted it on its port and storage; it served again after {Stopwatch.GetElapsedTime(killedAt).TotalSeconds:F1} s");
-                    }, cancellationToken);
-                }
-            };
+                    long killedAt = Stopwatch.GetTimestamp();
+                    await cluster.KillAndRestartParticipantAsync(victim, cancellationToken).ConfigureAwait(false);
+                    Interlocked.Exchange(ref restartedAt, Stopwatch.GetTimestamp());
+                    Interlocked.Increment(ref kills);
+                    progress?.WriteLine($"{name}: chaos: killed participant-{victim} and restarted it on its port and storage; it served again after {Stopwatch.GetElapsedTime(killedAt).TotalSeconds:F1} s");
+                }, cancellationToken);
+            }
         }
 
         progress?.WriteLine($"{name}: running {options.Transactions} transactions from {options.Clients} closed-loop clients");
-        var outcome = await load.RunAsync(warmUp + 1, options.Transactions, options.Clients, onFinished, cancellationToken).ConfigureAwait(false);
+        var outcome = await load.RunAsync(warmUp + 1, options.Transactions, options.Clients, OnFinished, cancellationToken).ConfigureAwait(false);
         await chaosTask.ConfigureAwait(false);
 
         // Quiesce: no commit in flight at the committer, then each participant's records as of a barrier (recoverable).
@@ -109,6 +116,7 @@ public static class TwoPhaseCommitRun
             Committed = committed.Length,
             Aborted = outcome.Aborted,
             Failed = outcome.Failed,
+            NotCommittedReasons = new Dictionary<string, int>(outcome.Reasons, StringComparer.Ordinal),
             Kills = kills,
             CommittedAfterRestart = committed.Count(c => c.BeganAt > restarted),
             Violations = violations,
