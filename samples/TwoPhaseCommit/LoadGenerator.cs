@@ -116,6 +116,9 @@ internal sealed class LoadGenerator : IDisposable
         }
 
         await Task.WhenAll(begins).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+
+        // A call cancelled with the run fails as CANCELLED: report the run's cancellation, not a failed transaction.
+        cancellationToken.ThrowIfCancellationRequested();
         var failure = Classify(begins);
         if (failure is { } beginFailure)
         {
@@ -127,7 +130,11 @@ internal sealed class LoadGenerator : IDisposable
             var reply = await _committer.CommitAsync(request, deadline: DateTime.UtcNow + Timeouts.Commit, cancellationToken: cancellationToken).ConfigureAwait(false);
             return reply.Committed ? (TransactionResult.Committed, null) : (TransactionResult.Aborted, "a participant voted no");
         }
-        catch (RpcException ex) when (!cancellationToken.IsCancellationRequested)
+        catch (RpcException) when (cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException(cancellationToken);
+        }
+        catch (RpcException ex)
         {
             ObserveRollback(ex.Trailers);
             return (ex.StatusCode == StatusCode.Aborted ? TransactionResult.Aborted : TransactionResult.Failed, $"commit: {ex.StatusCode}");

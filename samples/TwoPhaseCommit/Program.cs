@@ -1,4 +1,5 @@
 using System.Globalization;
+using System.Runtime.InteropServices;
 using Dse.Samples.TwoPhaseCommit;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Hosting;
@@ -88,10 +89,16 @@ catch (ArgumentException ex)
 using var cts = new CancellationTokenSource();
 Console.CancelKeyPress += (_, e) =>
 {
-    // Stop the run; disposing the cluster kills every child process.
+    // Stop the run; disposing the cluster kills every child process and the temp folder is deleted.
     e.Cancel = true;
     cts.Cancel();
 };
+using var onTerminate = PosixSignalRegistration.Create(PosixSignal.SIGTERM, context =>
+{
+    // The same for SIGTERM (a supervisor, `kill`): without this the runtime would exit at once, leaving the temp folder.
+    context.Cancel = true;
+    cts.Cancel();
+});
 
 var startedUtc = DateTime.UtcNow;
 Console.WriteLine($"2PC sample: {options.Transactions} transactions per mode from {options.Clients} closed-loop clients; committer + 4 participants, each an ASP.NET gRPC process with its own speculative log; group commit {options.GroupCommit.TotalMilliseconds} ms{(options.Chaos ? "; chaos on" : string.Empty)}");
@@ -100,8 +107,9 @@ try
 {
     results = await TwoPhaseCommitRun.RunAsync(options, quiet ? null : Console.Out, cts.Token);
 }
-catch (OperationCanceledException) when (cts.IsCancellationRequested)
+catch (Exception) when (cts.IsCancellationRequested)
 {
+    // Cancellation surfaces as OperationCanceledException, or as a call that failed CANCELLED.
     Console.Error.WriteLine("cancelled; the cluster's processes were stopped.");
     return 130;
 }
