@@ -59,6 +59,23 @@ public static class ResultWriter
             }
 
             json.WriteEndObject();
+            if (results.Samples.Count > 0)
+            {
+                json.WriteStartObject("samples");
+                foreach (var (key, values) in results.Samples)
+                {
+                    json.WriteStartArray(key);
+                    foreach (double v in values)
+                    {
+                        json.WriteNumberValue(Math.Round(v, 3));
+                    }
+
+                    json.WriteEndArray();
+                }
+
+                json.WriteEndObject();
+            }
+
             json.WriteEndObject();
         }
 

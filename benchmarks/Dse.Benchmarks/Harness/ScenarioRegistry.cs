@@ -14,6 +14,7 @@ public static class ScenarioRegistry
         new DarqStepScenario(),
         new DarqLatencyScenario(),
         new InterceptorScenario(),
+        new TwoPhaseCommitScenario(),
     ];
 
     /// <summary>Finds a scenario by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>

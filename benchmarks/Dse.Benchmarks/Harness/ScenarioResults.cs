@@ -7,9 +7,13 @@ namespace Dse.Benchmarks.Harness;
 public sealed partial class ScenarioResults
 {
     private readonly List<Entry> _entries = [];
+    private readonly List<KeyValuePair<string, IReadOnlyList<double>>> _samples = [];
 
     /// <summary>The entries in the order they were added.</summary>
     public IReadOnlyList<Entry> Entries => _entries;
+
+    /// <summary>Named series of raw measurements (for distributions in the charts), in the order they were added.</summary>
+    public IReadOnlyList<KeyValuePair<string, IReadOnlyList<double>>> Samples => _samples;
 
     /// <summary>Adds a measured value printed with <paramref name="decimals"/> decimals.</summary>
     /// <exception cref="ArgumentException">The key is not snake_case, is already present, or the value is not finite.</exception>
@@ -36,6 +40,39 @@ public sealed partial class ScenarioResults
         }
 
         _entries.Add(new Entry(key, Math.Round(value, decimals, MidpointRounding.AwayFromZero), decimals));
+        return this;
+    }
+
+    /// <summary>
+    /// Adds a series of raw measurements, written under <c>samples</c> in the JSON (not on the RESULT line), for
+    /// example one latency per transaction.
+    /// </summary>
+    /// <exception cref="ArgumentException">The key is not snake_case or is already present, or a value is not finite.</exception>
+    public ScenarioResults AddSamples(string key, IReadOnlyList<double> values)
+    {
+        ArgumentNullException.ThrowIfNull(values);
+        if (!KeyPattern().IsMatch(key))
+        {
+            throw new ArgumentException($"Samples key '{key}' must be snake_case: lowercase letters, digits and underscores.", nameof(key));
+        }
+
+        foreach (var s in _samples)
+        {
+            if (s.Key == key)
+            {
+                throw new ArgumentException($"Samples key '{key}' was already added.", nameof(key));
+            }
+        }
+
+        foreach (double v in values)
+        {
+            if (!double.IsFinite(v))
+            {
+                throw new ArgumentException($"Samples '{key}' hold a value that is not a finite number ({v}).", nameof(values));
+            }
+        }
+
+        _samples.Add(new(key, values));
         return this;
     }
 

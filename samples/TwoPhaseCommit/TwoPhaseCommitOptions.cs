@@ -1,0 +1,56 @@
+namespace Dse.Samples.TwoPhaseCommit;
+
+/// <summary>What a <see cref="TwoPhaseCommitRun"/> does. Validated when the run starts.</summary>
+public sealed class TwoPhaseCommitOptions
+{
+    /// <summary>Transactions per run (per mode). Default 30000, as in the libDSE paper.</summary>
+    public int Transactions { get; set; } = 30000;
+
+    /// <summary>Concurrent closed-loop clients. Default 8.</summary>
+    public int Clients { get; set; } = 8;
+
+    /// <summary>Every log's group-commit period. Default 10 ms; whole milliseconds from 1 to 10000.</summary>
+    public TimeSpan GroupCommit { get; set; } = TimeSpan.FromMilliseconds(10);
+
+    /// <summary>Which runs to perform. Default <see cref="TwoPhaseCommitMode.Both"/>.</summary>
+    public TwoPhaseCommitMode Mode { get; set; } = TwoPhaseCommitMode.Both;
+
+    /// <summary>
+    /// Whether to kill -9 one participant at a random moment of the speculative run (of the non-speculative run if
+    /// that is the only one) and restart it on its port and storage. Default false.
+    /// </summary>
+    public bool Chaos { get; set; }
+
+    /// <summary>The seed of the chaos (which participant, when). Default null: chosen at random and reported.</summary>
+    public int? Seed { get; set; }
+
+    /// <summary>
+    /// Where the clusters keep their storage and logs (one subfolder per mode, emptied first), kept afterwards.
+    /// Default null: a temp folder, deleted at the end.
+    /// </summary>
+    public string? DataDirectory { get; set; }
+
+    /// <summary>Throws an <see cref="ArgumentException"/> naming the first invalid option.</summary>
+    public void Validate()
+    {
+        if (Transactions < 1)
+        {
+            throw new ArgumentException($"{nameof(Transactions)} must be positive (got {Transactions}).", nameof(Transactions));
+        }
+
+        if (Clients < 1 || Clients > 1024)
+        {
+            throw new ArgumentException($"{nameof(Clients)} must be between 1 and 1024 (got {Clients}).", nameof(Clients));
+        }
+
+        if (GroupCommit < TimeSpan.FromMilliseconds(1) || GroupCommit > TimeSpan.FromSeconds(10) || GroupCommit.Ticks % TimeSpan.TicksPerMillisecond != 0)
+        {
+            throw new ArgumentException($"{nameof(GroupCommit)} must be whole milliseconds between 1 ms and 10 s (got {GroupCommit.TotalMilliseconds} ms).", nameof(GroupCommit));
+        }
+
+        if (!Enum.IsDefined(Mode))
+        {
+            throw new ArgumentException($"{nameof(Mode)} {Mode} is not a mode.", nameof(Mode));
+        }
+    }
+}
