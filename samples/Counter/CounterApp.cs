@@ -65,8 +65,8 @@ public sealed class CounterApp : IAsyncDisposable
     }
 
     /// <summary>
-    /// Crashes one service (<c>frontend</c>, <c>counter</c> or <c>logging</c>): every write not yet on its device is lost
-    /// (a crash cut), the instance stops, and a new incarnation starts on the same storage and connects, which the
+    /// Crashes one service (<c>frontend</c>, <c>counter</c> or <c>logging</c>): the instance stops, every write not yet
+    /// on its device is lost (a crash cut), and a new incarnation starts on the same storage and connects, which the
     /// coordinator treats as a failure. Requests in flight through the old instance fail with a DSE exception.
     /// </summary>
     /// <exception cref="ArgumentException">The service name is not one of the three.</exception>
@@ -79,8 +79,12 @@ public sealed class CounterApp : IAsyncDisposable
             "logging" => _logging,
             _ => throw new ArgumentException($"Unknown service '{service}'; expected frontend, counter or logging.", nameof(service)),
         };
-        _devices[service].CutNow();
+        // Stop the instance first, then cut its storage. A crashed process reports nothing; an instance still running
+        // after the cut could report a persist the cut dropped (the fault device acknowledges dropped writes), and the
+        // coordinator would then commit a version that no longer exists. Writes that complete before the cut are
+        // durable, as on a real disk.
         await old.DisposeAsync();
+        _devices[service].CutNow();
         await _logs[service].DisposeAsync();
         var restarted = await CreateAsync(service, cancellationToken);
         await restarted.ConnectAsync(Coordinator, cancellationToken);
