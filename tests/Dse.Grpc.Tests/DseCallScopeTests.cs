@@ -40,15 +40,7 @@ public sealed class DseCallScopeTests : IAsyncLifetime
 
         // The client's state is lost: A's call is rolled back while it waits.
         await _cluster.RestartAsync(client);
-        while (a.WorldLine == 0)
-        {
-            var epoch = a.ClusterView.Epoch;
-            await a.RefreshAsync();
-            if (a.WorldLine == 0)
-            {
-                await a.WaitForViewChangeAsync(epoch);
-            }
-        }
+        await RelayCluster.WaitForWorldLineAsync(a, 1);
 
         // A live reply arrives: its receipt finds the call rolled back, and the handler must not resume.
         try

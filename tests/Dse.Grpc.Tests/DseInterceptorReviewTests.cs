@@ -33,7 +33,7 @@ public sealed class DseInterceptorReviewTests : IAsyncLifetime
 
         // The caller's state is lost while A waits on B: A's call is rolled back with it.
         await _cluster.RestartAsync(client);
-        await WaitForWorldLineAsync(a, 1);
+        await RelayCluster.WaitForWorldLineAsync(a, 1);
 
         // B's reply now reaches a rolled-back call: A must not resume its handler (not even its catch block).
         serverB.Node.Release();
@@ -112,18 +112,5 @@ public sealed class DseInterceptorReviewTests : IAsyncLifetime
         var deps = sthread.Dependencies.ToArray();
         Assert.Contains(deps, d => d.ObjectId == a.Id && d.Version >= replies.Where((_, i) => i % 2 == 0).Max(r => r.Version));
         Assert.Contains(deps, d => d.ObjectId == b.Id && d.Version >= replies.Where((_, i) => i % 2 == 1).Max(r => r.Version));
-    }
-
-    private static async Task WaitForWorldLineAsync(StateObject stateObject, long worldLine)
-    {
-        while (stateObject.WorldLine < worldLine)
-        {
-            var epoch = stateObject.ClusterView.Epoch;
-            await stateObject.RefreshAsync();
-            if (stateObject.WorldLine < worldLine)
-            {
-                await stateObject.WaitForViewChangeAsync(epoch);
-            }
-        }
     }
 }

@@ -90,12 +90,7 @@ public sealed class DseInterceptorTests : IAsyncLifetime
         // A persists the version that consumed B's reply; B crashes before persisting the addition. A depended on it.
         await a.AdvanceVersionAsync();
         await _cluster.RestartAsync(b);
-        await a.RefreshAsync();
-        while (a.WorldLine == 0)
-        {
-            await a.WaitForViewChangeAsync(a.ClusterView.Epoch);
-            await a.RefreshAsync();
-        }
+        await RelayCluster.WaitForWorldLineAsync(a, 1);
 
         Assert.Equal(0, a.Value);
         await Assert.ThrowsAsync<DseRolledBackException>(async () => await sthread.BarrierAsync());
@@ -143,15 +138,7 @@ public sealed class DseInterceptorTests : IAsyncLifetime
 
         // The caller crashes before persisting the state the request came from: the call's state at A is lost too.
         await _cluster.RestartAsync(client);
-        while (a.WorldLine == 0)
-        {
-            var epoch = a.ClusterView.Epoch;
-            await a.RefreshAsync();
-            if (a.WorldLine == 0)
-            {
-                await a.WaitForViewChangeAsync(epoch);
-            }
-        }
+        await RelayCluster.WaitForWorldLineAsync(a, 1);
 
         server.Node.Release();
         var error = await Assert.ThrowsAsync<RpcException>(() => call.ResponseAsync);

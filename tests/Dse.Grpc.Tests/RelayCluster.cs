@@ -38,6 +38,20 @@ public sealed class RelayCluster : IAsyncDisposable
         return await OpenAsync(counter.Id, counter.Options.GroupCommitPeriod, counter.Options.Speculative);
     }
 
+    /// <summary>Waits until <paramref name="stateObject"/> has applied the decisions up to <paramref name="worldLine"/>.</summary>
+    public static async Task WaitForWorldLineAsync(StateObject stateObject, long worldLine)
+    {
+        while (stateObject.WorldLine < worldLine)
+        {
+            var epoch = stateObject.ClusterView.Epoch;
+            await stateObject.RefreshAsync();
+            if (stateObject.WorldLine < worldLine)
+            {
+                await stateObject.WaitForViewChangeAsync(epoch);
+            }
+        }
+    }
+
     public async Task<RelayServer> ServeAsync(CounterObject counter, RelayServer? next = null, bool manual = false)
     {
         var node = new RelayNode { Counter = counter, Next = next?.DseClient() };

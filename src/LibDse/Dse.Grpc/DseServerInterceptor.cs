@@ -77,25 +77,10 @@ public sealed class DseServerInterceptor : Interceptor
         }).ConfigureAwait(false);
     }
 
-    /// <summary>Reads the caller's header and starts the call's first action.</summary>
+    /// <summary>Reads the caller's header and starts the call's first action, as manual mode does.</summary>
     private async ValueTask<(DseCallScope Scope, bool SpeculativeCaller)> BeginAsync(ServerCallContext context)
     {
-        bool speculativeCaller = DseMetadata.TryGetRequestHeader(context.RequestHeaders, out var header);
-        bool started;
-        try
-        {
-            started = await _owner.StartActionAsync(header, context.CancellationToken).ConfigureAwait(false);
-        }
-        catch (Exception ex) when (ex is not OperationCanceledException)
-        {
-            throw DseRpcErrors.Map(ex, _owner, context.Method);
-        }
-
-        if (!started)
-        {
-            throw DseRpcErrors.Discarded(_owner, context.Method);
-        }
-
+        bool speculativeCaller = await DseManualCall.StartActionAsync(_owner, context).ConfigureAwait(false);
         return (new DseCallScope(_owner, context.CancellationToken), speculativeCaller);
     }
 
