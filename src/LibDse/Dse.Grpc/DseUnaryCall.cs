@@ -73,7 +73,8 @@ internal sealed class DseUnaryCall<TRequest, TResponse>
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(_disposed.Token, context.Options.CancellationToken);
         if (context.Options.Deadline is { } deadline && deadline != DateTime.MaxValue)
         {
-            linked.CancelAfter(deadline.ToUniversalTime() - DateTime.UtcNow is var left && left > TimeSpan.Zero ? left : TimeSpan.Zero);
+            var left = deadline.ToUniversalTime() - DateTime.UtcNow;
+            linked.CancelAfter(left > TimeSpan.Zero ? left : TimeSpan.Zero);
         }
 
         try
