@@ -28,17 +28,18 @@ public sealed partial class Darq
             int selfCount = 0;
             foreach (var message in _unconsumed.Values)
             {
-                selfCount += message.Kind == DarqMessageKind.Self ? 1 : 0;
+                selfCount += message.Kind != DarqMessageKind.In ? 1 : 0;
             }
 
             processor = new DarqProcessor(this, incarnation, _unconsumed.Count);
-            foreach (var kind in (ReadOnlySpan<DarqMessageKind>)[DarqMessageKind.Self, DarqMessageKind.In])
+            // SELF messages (activities are SELF messages too) first, then IN messages, each in LSN order.
+            foreach (bool selfPass in (ReadOnlySpan<bool>)[true, false])
             {
                 foreach (var (lsn, message) in _unconsumed)
                 {
-                    if (message.Kind == kind)
+                    if ((message.Kind != DarqMessageKind.In) == selfPass)
                     {
-                        processor.Deliver(new DarqMessage(lsn, kind, message.Payload, IsReplay: true));
+                        processor.Deliver(new DarqMessage(lsn, message.Kind, message.Payload, IsReplay: true));
                     }
                 }
             }
@@ -94,9 +95,9 @@ public sealed partial class Darq
             int produced = step.SelfMessages.Count + step.OutMessages.Count;
             var entries = new List<byte[]>(produced + 1);
             long sequence = _nextSequence;
-            foreach (var payload in step.SelfMessages)
+            for (int i = 0; i < step.SelfMessages.Count; i++)
             {
-                entries.Add(DarqEntryFormat.Self(sequence++, payload.Span));
+                entries.Add(DarqEntryFormat.Self(sequence++, step.SelfMessages[i].Span, step.IsActivity(i) ? DarqEntryFormat.ActivityFlag : (ushort)0));
             }
 
             foreach (var message in step.OutMessages)
@@ -114,7 +115,8 @@ public sealed partial class Darq
             for (int i = 0; i < selfLsns.Length; i++)
             {
                 selfLsns[i] = addresses[i];
-                _unconsumed.Add(addresses[i], new PendingMessage(DarqMessageKind.Self, start, entries[i].AsMemory(DarqEntryFormat.HeaderSize)));
+                var kind = step.IsActivity(i) ? DarqMessageKind.Activity : DarqMessageKind.Self;
+                _unconsumed.Add(addresses[i], new PendingMessage(kind, start, entries[i].AsMemory(DarqEntryFormat.HeaderSize)));
             }
 
             for (int i = 0; i < outLsns.Length; i++)

@@ -132,7 +132,8 @@ public sealed partial class Darq
                 _unconsumed.Add(address, new PendingMessage(DarqMessageKind.In, new StepStart(address, sequence), body[16..].ToArray()));
                 break;
             case DarqEntryKind.Self:
-                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.Self, openStep, body.ToArray()));
+                var selfKind = (DarqEntryFormat.Flags(entry) & DarqEntryFormat.ActivityFlag) != 0 ? DarqMessageKind.Activity : DarqMessageKind.Self;
+                _unconsumed.Add(address, new PendingMessage(selfKind, openStep, body.ToArray()));
                 openStepEntries++;
                 break;
             case DarqEntryKind.Out:
@@ -187,6 +188,10 @@ public sealed partial class Darq
                     }
                 }
 
+                openStepEntries = 0;
+                break;
+            case DarqEntryKind.Checkpoint:
+                ApplyRecoveredCheckpoint(body, address, openStepEntries, openStep);
                 openStepEntries = 0;
                 break;
             default:

@@ -18,6 +18,9 @@ internal static class DarqEntryFormat
     /// <summary>IN flag: the entry carries a producer id and sequence number for deduplication.</summary>
     public const ushort HasDedupFlag = 1;
 
+    /// <summary>SELF flag: the message is an activity (its payload is an activity envelope, see DarqActivity).</summary>
+    public const ushort ActivityFlag = 1;
+
     /// <summary>FasterLog's per-entry header (the length) when entries carry no FasterLog checksum.</summary>
     public const int FasterHeaderSize = 4;
 
@@ -35,11 +38,11 @@ internal static class DarqEntryFormat
         return entry;
     }
 
-    public static byte[] Self(long sequence, ReadOnlySpan<byte> payload)
+    public static byte[] Self(long sequence, ReadOnlySpan<byte> payload, ushort flags = 0)
     {
         var entry = new byte[HeaderSize + payload.Length];
         payload.CopyTo(entry.AsSpan(HeaderSize));
-        Seal(entry, DarqEntryKind.Self, 0, sequence);
+        Seal(entry, DarqEntryKind.Self, flags, sequence);
         return entry;
     }
 
@@ -70,6 +73,14 @@ internal static class DarqEntryFormat
         }
 
         Seal(entry, DarqEntryKind.Completion, 0, sequence);
+        return entry;
+    }
+
+    /// <summary>A checkpoint record: the same layout as a completion, listing the SELF messages the checkpoint replaced.</summary>
+    public static byte[] Checkpoint(long sequence, long incarnation, int selfCount, IReadOnlyList<long> replaced)
+    {
+        var entry = Completion(sequence, incarnation, selfCount, replaced);
+        Seal(entry, DarqEntryKind.Checkpoint, 0, sequence);
         return entry;
     }
 
@@ -131,6 +142,7 @@ internal static class DarqEntryFormat
             DarqEntryKind.Completion => 16,
             DarqEntryKind.Register => 8,
             DarqEntryKind.Ack => 8,
+            DarqEntryKind.Checkpoint => 16,
             _ => -1,
         };
         if (minimumBody < 0)
@@ -142,6 +154,9 @@ internal static class DarqEntryFormat
     }
 
     public static ReadOnlySpan<byte> Body(ReadOnlySpan<byte> entry) => entry[HeaderSize..];
+
+    /// <summary>The flags of an entry whose header <see cref="TryParse"/> accepted.</summary>
+    public static ushort Flags(ReadOnlySpan<byte> entry) => BinaryPrimitives.ReadUInt16LittleEndian(entry[2..]);
 
     private static void Seal(byte[] entry, DarqEntryKind kind, ushort flags, long sequence)
     {

@@ -9,4 +9,7 @@ internal enum DarqEntryKind : byte
     Completion = 4,
     Register = 5,
     Ack = 6,
+
+    /// <summary>Ends a checkpoint: the SELF messages it replaced (revision 3).</summary>
+    Checkpoint = 7,
 }

@@ -33,4 +33,22 @@ public static class DarqInstrumentation
 
     /// <summary>Delivery attempts that failed or found no destination (retried).</summary>
     internal static readonly Counter<long> DeliveryFailures = Meter.CreateCounter<long>("dse.darq.delivery.failures", "{attempt}", "OUT delivery attempts that failed or found no destination.");
+
+    /// <summary>Checkpoints appended.</summary>
+    internal static readonly Counter<long> Checkpoints = Meter.CreateCounter<long>("dse.darq.checkpoints", "{checkpoint}", "Checkpoints validated and appended.");
+
+    /// <summary>SELF messages replaced by checkpoints.</summary>
+    internal static readonly Counter<long> CheckpointReplaced = Meter.CreateCounter<long>("dse.darq.checkpoint.replaced", "{message}", "SELF messages replaced by checkpoints.");
+
+    /// <summary>Checkpoints refused.</summary>
+    internal static readonly Counter<long> CheckpointsRejected = Meter.CreateCounter<long>("dse.darq.checkpoints.rejected", "{checkpoint}", "Checkpoints refused by validation or for a stale incarnation.");
+
+    /// <summary>Activity handler invocations (first runs and retries).</summary>
+    internal static readonly Counter<long> ActivityAttempts = Meter.CreateCounter<long>("dse.darq.activity.attempts", "{attempt}", "Activity handler invocations, retries included.");
+
+    /// <summary>Activity handler invocations that failed (and are retried).</summary>
+    internal static readonly Counter<long> ActivityFailures = Meter.CreateCounter<long>("dse.darq.activity.failures", "{attempt}", "Activity handler invocations that failed and are retried.");
+
+    /// <summary>Activities completed by a step.</summary>
+    internal static readonly Counter<long> ActivityCompletions = Meter.CreateCounter<long>("dse.darq.activity.completions", "{activity}", "Activities completed by a step that consumed them.");
 }

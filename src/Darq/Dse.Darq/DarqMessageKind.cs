@@ -11,4 +11,11 @@ public enum DarqMessageKind : byte
 
     /// <summary>A message from the processor to another DARQ, delivered exactly once (see <see cref="DarqOptions.Destinations"/>).</summary>
     Out = 3,
+
+    /// <summary>
+    /// A SELF message marked as an activity: work on an external service, run by a <see cref="DarqActivityRunner"/> with
+    /// the message's LSN as idempotency token and completed by a later step that consumes it. Replayed with the SELF
+    /// messages; read it with <see cref="DarqActivity.FromMessage"/>.
+    /// </summary>
+    Activity = 4,
 }

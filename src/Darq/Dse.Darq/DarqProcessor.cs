@@ -7,7 +7,7 @@ namespace Dse.Darq;
 /// first, then live IN traffic) and its step entry point. A newer registration completes this stream with a
 /// <see cref="DarqStaleIncarnationException"/>, and steps from this processor are refused from then on.
 /// </summary>
-public sealed class DarqProcessor
+public sealed partial class DarqProcessor
 {
     private readonly Darq _darq;
     private readonly Channel<DarqMessage> _messages =
@@ -38,6 +38,9 @@ public sealed class DarqProcessor
     /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
     public ValueTask<DarqStepResult> StepAsync(DarqStep step, CancellationToken cancellationToken = default)
         => _darq.StepAsync(Incarnation, step, cancellationToken);
+
+    /// <summary>The DARQ this processor is registered with.</summary>
+    internal Darq Darq => _darq;
 
     /// <summary>Called under the DARQ's gate, in log order.</summary>
     internal void Deliver(DarqMessage message) => _messages.Writer.TryWrite(message);

@@ -10,6 +10,9 @@ public sealed class DarqStep
     private readonly List<ReadOnlyMemory<byte>> _self = [];
     private readonly List<DarqOutMessage> _out = [];
 
+    /// <summary>Indexes into <see cref="_self"/> of the SELF messages that are activities; null while there is none.</summary>
+    private List<int>? _activities;
+
     /// <summary>The log sequence numbers of the IN and SELF messages the step consumes.</summary>
     public IReadOnlyList<long> Consumed => _consumed;
 
@@ -48,6 +51,29 @@ public sealed class DarqStep
         _self.Add(payload);
         return this;
     }
+
+    /// <summary>
+    /// Adds an activity: a SELF message marked as an activity, describing work on an external service (see
+    /// <see cref="DarqActivityRunner"/>). It takes its place among the SELF messages, so its LSN is in
+    /// <see cref="DarqStepResult.SelfLsns"/> at the position it was added.
+    /// </summary>
+    /// <param name="name">The activity's name, the key of its handler (1 to 256 UTF-8 bytes).</param>
+    /// <param name="input">The activity's input (copied now).</param>
+    /// <returns>This step.</returns>
+    /// <exception cref="ArgumentException">The name is empty or longer than 256 UTF-8 bytes.</exception>
+    public DarqStep AddActivity(string name, ReadOnlyMemory<byte> input)
+    {
+        var envelope = DarqActivity.Encode(name, input.Span);
+        (_activities ??= []).Add(_self.Count);
+        _self.Add(envelope);
+        return this;
+    }
+
+    /// <summary>Whether the SELF message at <paramref name="index"/> is an activity.</summary>
+    internal bool IsActivity(int index) => _activities is not null && _activities.Contains(index);
+
+    /// <summary>Whether the step records any activity.</summary>
+    internal bool HasActivities => _activities is not null;
 
     /// <summary>Adds an OUT message to another DARQ (the payload is copied when the step is appended).</summary>
     /// <param name="destination">The destination DARQ's name.</param>

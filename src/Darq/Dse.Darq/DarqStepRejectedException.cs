@@ -25,6 +25,7 @@ public sealed class DarqStepRejectedException : InvalidOperationException
         DarqStepRejection.AlreadyConsumed => "was already consumed by an earlier step",
         DarqStepRejection.UnknownMessage => "is not the address of a message in this DARQ",
         DarqStepRejection.NotSteppable => "is an OUT message, which cannot be consumed by a step",
+        DarqStepRejection.NotReplaceable => "is not a SELF message a checkpoint can replace (IN messages, activities and OUT messages are not)",
         _ => "is consumed twice in the same step",
     };
 }

@@ -14,4 +14,7 @@ public enum DarqStepRejection
 
     /// <summary>The same LSN appears twice in one step.</summary>
     ConsumedTwiceInStep = 4,
+
+    /// <summary>A checkpoint names an LSN that is not a plain SELF message (an IN message, an activity or an OUT message).</summary>
+    NotReplaceable = 5,
 }
