@@ -264,4 +264,43 @@ public sealed class DarqCheckpointTests
         var notSelf = await Assert.ThrowsAsync<DarqStepRejectedException>(() => recovered.CheckpointAsync([outLsn], []).AsTask());
         Assert.Equal(DarqStepRejection.NotReplaceable, notSelf.Reason);
     }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task EnableAutoCheckpoint_EveryThreeSteps_CompactsAndReplaysTheSnapshot()
+    {
+        var storage = new DarqTestStorage();
+        await using (var darq = await storage.OpenAsync())
+        {
+            var processor = await darq.RegisterProcessorAsync();
+            processor.EnableAutoCheckpoint(3, Sum);
+            var deltas = await StepDeltasAsync(darq, processor, 1, 2, 3);
+            Assert.Equal(deltas, processor.LastAutoCheckpoint!.ReplacedLsns);
+            await StepDeltasAsync(darq, processor, 4, 5, 6, 7);
+
+            Assert.Equal(4, processor.LastAutoCheckpoint!.ReplacedLsns.Count); // "=6", 4, 5, 6
+            Assert.Equal(2, darq.UnconsumedCount); // "=21" and 7
+            await darq.CommitAsync();
+        }
+
+        await using var reopened = await storage.OpenAsync();
+        var recovered = await reopened.RegisterProcessorAsync();
+        Assert.Equal(["=21", "7"], recovered.Drain().Select(m => m.Text()));
+    }
+
+    [Fact]
+    public async Task EnableAutoCheckpoint_SnapshotThrows_StepStillSucceedsAndNothingIsCompacted()
+    {
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        var processor = await darq.RegisterProcessorAsync();
+        processor.EnableAutoCheckpoint(1, _ => throw new FormatException("bad state"));
+
+        var deltas = await StepDeltasAsync(darq, processor, 1, 2);
+
+        Assert.Equal(2, deltas.Count);
+        Assert.Null(processor.LastAutoCheckpoint);
+        Assert.Equal(2, darq.UnconsumedCount);
+        processor.DisableAutoCheckpoint();
+        Assert.Throws<ArgumentOutOfRangeException>(() => processor.EnableAutoCheckpoint(0, Sum));
+    }
 }

@@ -140,6 +140,9 @@ public sealed partial class Darq
         }
     }
 
+    /// <summary>Logs an automatic checkpoint of the processor that failed (and changed nothing).</summary>
+    internal void AutoCheckpointFailed(Exception exception, long incarnation) => DarqLog.AutoCheckpointFailed(_logger, exception, Name, incarnation);
+
     /// <summary>A checkpoint's entries must fit on one log page, each payload within the message limit.</summary>
     private void CheckCheckpointShape(IReadOnlyList<ReadOnlyMemory<byte>> payloads, int replacedCount)
     {

@@ -13,6 +13,10 @@ internal static partial class DarqLog
         Message = "DARQ '{Darq}' refused a checkpoint: LSN {Lsn} {Reason}.")]
     public static partial void CheckpointRejected(ILogger logger, string darq, long lsn, DarqStepRejection reason);
 
+    [LoggerMessage(EventId = 4203, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' automatic checkpoint of processor incarnation {Incarnation} failed and changed nothing; it is tried again later.")]
+    public static partial void AutoCheckpointFailed(ILogger logger, Exception exception, string darq, long incarnation);
+
     [LoggerMessage(EventId = 4210, Level = LogLevel.Debug,
         Message = "DARQ '{Darq}' runs activity '{Activity}' at LSN {Lsn} (token {Token}).")]
     public static partial void ActivityStarted(ILogger logger, string darq, string activity, long lsn, string token);

@@ -3,6 +3,69 @@ namespace Dse.Darq;
 /// <summary>Checkpoints taken by the processor under its incarnation.</summary>
 public sealed partial class DarqProcessor
 {
+    /// <summary>The automatic checkpoint policy; null when off.</summary>
+    private AutoCheckpointPolicy? _autoCheckpoint;
+
+    /// <summary>Steps through this processor since the last automatic checkpoint attempt.</summary>
+    private long _stepsSinceCheckpoint;
+
+    private DarqCheckpointResult? _lastAutoCheckpoint;
+
+    /// <summary>The last automatic checkpoint that compacted something (its snapshot's LSNs); null before the first.</summary>
+    public DarqCheckpointResult? LastAutoCheckpoint => Volatile.Read(ref _lastAutoCheckpoint);
+
+    /// <summary>
+    /// Turns on automatic checkpoints: after every <paramref name="everySteps"/>-th step through this processor,
+    /// <see cref="CheckpointAsync(DarqSnapshot, CancellationToken)"/> with <paramref name="snapshot"/> runs right after the step
+    /// (serialized by the DARQ like any step). Suited to processors that keep their state as SELF deltas and never consume
+    /// their own SELF messages in steps: the snapshot function sees every message it replaces, and
+    /// <see cref="LastAutoCheckpoint"/> gives the replacement's LSNs.
+    /// </summary>
+    /// <param name="everySteps">How many steps between checkpoints, at least 1.</param>
+    /// <param name="snapshot">Turns the unconsumed plain SELF messages into their replacement.</param>
+    /// <remarks>
+    /// The step's result is returned whatever the checkpoint does: a failed automatic checkpoint (the snapshot function
+    /// threw, or the processor was superseded) is logged (event 4203), changes nothing, and is tried again after the next
+    /// <paramref name="everySteps"/> steps.
+    /// </remarks>
+    public void EnableAutoCheckpoint(int everySteps, DarqSnapshot snapshot)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(everySteps, 1);
+        ArgumentNullException.ThrowIfNull(snapshot);
+        Volatile.Write(ref _autoCheckpoint, new AutoCheckpointPolicy(everySteps, snapshot));
+    }
+
+    /// <summary>Turns automatic checkpoints off.</summary>
+    public void DisableAutoCheckpoint() => Volatile.Write(ref _autoCheckpoint, null);
+
+    private async ValueTask<DarqStepResult> StepThenCheckpointAsync(DarqStep step, AutoCheckpointPolicy policy, CancellationToken cancellationToken)
+    {
+        var result = await _darq.StepAsync(Incarnation, step, cancellationToken).ConfigureAwait(false);
+        if (Interlocked.Increment(ref _stepsSinceCheckpoint) >= policy.EverySteps)
+        {
+            Interlocked.Exchange(ref _stepsSinceCheckpoint, 0);
+            try
+            {
+                // Not cancellable: the step is appended, and the caller's cancellation must not look like a failed step.
+                var checkpoint = await _darq.CheckpointAsync(Incarnation, policy.Snapshot, CancellationToken.None).ConfigureAwait(false);
+                if (checkpoint.CheckpointLsn >= 0)
+                {
+                    Volatile.Write(ref _lastAutoCheckpoint, checkpoint);
+                }
+            }
+#pragma warning disable CA1031 // The step succeeded; a failed automatic checkpoint is logged and retried later, not reported as the step's failure.
+            catch (Exception e)
+#pragma warning restore CA1031
+            {
+                _darq.AutoCheckpointFailed(e, Incarnation);
+            }
+        }
+
+        return result;
+    }
+
+    private sealed record AutoCheckpointPolicy(int EverySteps, DarqSnapshot Snapshot);
+
     /// <summary>
     /// Compacts every unconsumed plain SELF message (activities are left alone) through <paramref name="snapshot"/>,
     /// atomically, under this processor's incarnation; see <see cref="Darq.CheckpointAsync(long, DarqSnapshot, CancellationToken)"/>.

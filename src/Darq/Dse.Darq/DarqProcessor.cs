@@ -37,7 +37,9 @@ public sealed partial class DarqProcessor
     /// <param name="step">The step.</param>
     /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
     public ValueTask<DarqStepResult> StepAsync(DarqStep step, CancellationToken cancellationToken = default)
-        => _darq.StepAsync(Incarnation, step, cancellationToken);
+        => Volatile.Read(ref _autoCheckpoint) is { } policy
+            ? StepThenCheckpointAsync(step, policy, cancellationToken)
+            : _darq.StepAsync(Incarnation, step, cancellationToken);
 
     /// <summary>The DARQ this processor is registered with.</summary>
     internal Darq Darq => _darq;
