@@ -303,4 +303,36 @@ public sealed class DarqCheckpointTests
         processor.DisableAutoCheckpoint();
         Assert.Throws<ArgumentOutOfRangeException>(() => processor.EnableAutoCheckpoint(0, Sum));
     }
+
+    [Theory]
+    [Trait("Category", "Recovery")]
+    [InlineData("in")]
+    [InlineData("activity")]
+    public async Task Reopen_CheckpointRecordReplacingANonSelfMessage_IsCorruptNamingTheAddress(string target)
+    {
+        var storage = new DarqTestStorage();
+        long record, forgedLsn, incarnation;
+        await using (var darq = await storage.OpenAsync())
+        {
+            var processor = await darq.RegisterProcessorAsync();
+            incarnation = processor.Incarnation;
+            var inMessage = await darq.EnqueueAsync("in".Bytes());
+            long activity = (await processor.StepAsync(new DarqStep().AddActivity("charge", "x".Bytes()))).SelfLsns[0];
+            await StepDeltasAsync(darq, processor, 1);
+            forgedLsn = target == "in" ? inMessage.Lsn : activity;
+            record = (await processor.CheckpointAsync(Sum)).CheckpointLsn;
+        }
+
+        // A well-formed, correctly sealed record (same length and sequence) that replaces a message no checkpoint may.
+        var header = new byte[DarqEntryFormat.HeaderSize];
+        long entryAddress = record + DarqEntryFormat.FasterHeaderSize;
+        Assert.True(storage.Log.TryRead((int)(entryAddress / DarqTestStorage.SegmentSize), entryAddress % DarqTestStorage.SegmentSize, header));
+        long sequence = System.Buffers.Binary.BinaryPrimitives.ReadInt64LittleEndian(header.AsSpan(8));
+        var forged = DarqEntryFormat.Checkpoint(sequence, incarnation, 1, [forgedLsn]);
+        storage.Log.Write((int)(entryAddress / DarqTestStorage.SegmentSize), entryAddress % DarqTestStorage.SegmentSize, forged);
+
+        var error = await Assert.ThrowsAsync<InvalidDataException>(() => storage.OpenAsync());
+        Assert.Contains($"at address {record}", error.Message, StringComparison.Ordinal);
+        Assert.Contains($"replaces LSN {forgedLsn}", error.Message, StringComparison.Ordinal);
+    }
 }
