@@ -2,7 +2,7 @@ namespace Dse.Darq;
 
 /// <summary>A steppable message streamed to a processor: an IN message, or a SELF message during replay.</summary>
 /// <param name="Lsn">The message's log sequence number (its FasterLog address); pass it to a step to consume the message.</param>
-/// <param name="Kind">IN or SELF.</param>
+/// <param name="Kind">IN or SELF, or Activity (a SELF message marked as an activity, replayed with the SELF messages).</param>
 /// <param name="Payload">The payload bytes.</param>
 /// <param name="IsReplay">
 /// Whether the message is replayed at registration (it was in the log before this processor registered) rather than live
