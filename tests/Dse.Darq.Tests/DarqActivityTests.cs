@@ -223,6 +223,27 @@ public sealed class DarqActivityTests
     }
 
     [Fact]
+    public async Task Runner_HandlerKeepsFailingAfterSupersede_StopsRetryingWithStale()
+    {
+        var failed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        var first = await darq.RegisterProcessorAsync();
+        await using var runner = new DarqActivityRunner(first, Options((_, _) =>
+        {
+            failed.TrySetResult();
+            throw new IOException("service down");
+        }));
+        long activity = (await runner.StepAsync(new DarqStep().AddActivity("charge", "x".Bytes()))).SelfLsns[0];
+        await failed.Task.WaitAsync(Timeout);
+
+        await darq.RegisterProcessorAsync();
+
+        await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => runner.WhenCompletedAsync(activity).WaitAsync(Timeout));
+        Assert.Equal(0, runner.RunningCount);
+        Assert.Equal(1, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task StepAsync_UnknownActivityName_IsAClearErrorAndAppendsNothing()
     {
         await using var darq = await new DarqTestStorage().OpenAsync();

@@ -246,6 +246,8 @@ public sealed class DarqActivityRunner : IAsyncDisposable
     {
         var token = _stopping.Token;
         int attempts = 0;
+        DarqStepResult? completed = null;
+        Exception? failure = null;
         try
         {
             // Only a committed activity runs: the LSN of an entry a crash loses is reused by the next entry appended, and an
@@ -261,6 +263,12 @@ public sealed class DarqActivityRunner : IAsyncDisposable
             var delay = _options.RetryMinDelay;
             while (true)
             {
+                // A superseded processor's runner stops: the current processor runs the activity from its replay.
+                if (_darq.Incarnation != _processor.Incarnation)
+                {
+                    throw new DarqStaleIncarnationException(_darq.Name, _processor.Incarnation, _darq.Incarnation);
+                }
+
                 attempts++;
                 DarqInstrumentation.ActivityAttempts.Add(1, _tag);
                 try
@@ -296,24 +304,24 @@ public sealed class DarqActivityRunner : IAsyncDisposable
 
             DarqInstrumentation.ActivityCompletions.Add(1, _tag);
             DarqLog.ActivityCompleted(_logger, _darq.Name, activity.Name, activity.Lsn, attempts, result.CompletionLsn);
-            done.TrySetResult(result);
+            completed = result;
         }
         catch (OperationCanceledException) when (token.IsCancellationRequested)
         {
-            done.TrySetCanceled(token);
+            failure = new OperationCanceledException(token);
         }
         catch (Exception e) when (e is DarqStaleIncarnationException or DarqStepRejectedException)
         {
             // Superseded, or the activity was consumed by another step: the current processor owns it now.
             DarqLog.ActivityCompletionRefused(_logger, e, _darq.Name, activity.Name, activity.Lsn);
-            done.TrySetException(e);
+            failure = e;
         }
 #pragma warning disable CA1031 // A run must end its task whatever happens; the activity stays pending and is logged.
         catch (Exception e)
 #pragma warning restore CA1031
         {
             DarqLog.ActivityError(_logger, e, _darq.Name, activity.Name, activity.Lsn);
-            done.TrySetException(e);
+            failure = e;
         }
         finally
         {
@@ -326,6 +334,20 @@ public sealed class DarqActivityRunner : IAsyncDisposable
                 {
                     _finished.Remove(_finishedOrder.Dequeue());
                 }
+            }
+
+            // Ended only now, so that whoever awaits it sees the runner's bookkeeping (RunningCount) up to date.
+            if (completed is not null)
+            {
+                done.TrySetResult(completed);
+            }
+            else if (failure is OperationCanceledException canceled)
+            {
+                done.TrySetCanceled(canceled.CancellationToken);
+            }
+            else
+            {
+                done.TrySetException(failure ?? new InvalidOperationException("The activity run ended without an outcome."));
             }
         }
     }

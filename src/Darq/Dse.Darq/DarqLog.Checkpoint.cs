@@ -30,7 +30,7 @@ internal static partial class DarqLog
     public static partial void ActivityCompleted(ILogger logger, string darq, string activity, long lsn, int attempts, long completionLsn);
 
     [LoggerMessage(EventId = 4213, Level = LogLevel.Warning,
-        Message = "DARQ '{Darq}' activity '{Activity}' at LSN {Lsn} ran, but its completion step was refused; the activity is left to the current processor.")]
+        Message = "DARQ '{Darq}' activity '{Activity}' at LSN {Lsn} stopped: its processor was superseded or its completion step was refused; the activity is left to the current processor.")]
     public static partial void ActivityCompletionRefused(ILogger logger, Exception exception, string darq, string activity, long lsn);
 
     [LoggerMessage(EventId = 4214, Level = LogLevel.Error,
