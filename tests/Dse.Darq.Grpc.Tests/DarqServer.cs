@@ -14,8 +14,9 @@ internal sealed class DarqServer : IAsyncDisposable
     private readonly WebApplication _app;
     private bool _stopped;
 
-    private DarqServer(WebApplication app, DarqRegistry registry, int port)
+    private DarqServer(WebApplication app, DarqRegistry registry, int port, LogCapture logs)
     {
+        Logs = logs;
         _app = app;
         Registry = registry;
         Port = port;
@@ -24,6 +25,9 @@ internal sealed class DarqServer : IAsyncDisposable
     }
 
     public DarqRegistry Registry { get; }
+
+    /// <summary>The server's log events.</summary>
+    public LogCapture Logs { get; }
 
     public int Port { get; }
 
@@ -42,6 +46,9 @@ internal sealed class DarqServer : IAsyncDisposable
 
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
         builder.Logging.ClearProviders();
+        var logs = new LogCapture();
+        builder.Logging.AddProvider(logs);
+        builder.Logging.AddFilter("Dse", LogLevel.Debug);
         ListenOptions? endpoint = null;
         builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, port, listen =>
         {
@@ -53,7 +60,7 @@ internal sealed class DarqServer : IAsyncDisposable
         var app = builder.Build();
         app.MapDarqService();
         await app.StartAsync();
-        return new DarqServer(app, registry, ((IPEndPoint)endpoint!.EndPoint).Port);
+        return new DarqServer(app, registry, ((IPEndPoint)endpoint!.EndPoint).Port, logs);
     }
 
     public static Task<DarqServer> StartAsync(params Darq[] darqs) => StartAsync(0, darqs);

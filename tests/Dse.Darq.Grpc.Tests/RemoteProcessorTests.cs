@@ -154,4 +154,45 @@ public sealed class RemoteProcessorTests
         Assert.Equal(StatusCode.Unavailable, error.StatusCode);
         Assert.Contains("closed", error.Status.Detail, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public async Task Dispose_ClientCancelsTheStream_ServerStopsReadingAndTheRegistrationStands()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 1);
+        await producer.EnqueueAsync("a".Bytes());
+        var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using (var messages = processor.ReadAllAsync().GetAsyncEnumerator())
+        {
+            await messages.TakeAsync(1);
+        }
+
+        processor.Dispose();
+        await server.Logs.WaitForAsync(4101, "the client cancelled").WaitAsync(TestText.Timeout);
+
+        // Nothing was consumed and nobody newer registered: the DARQ still has incarnation 1 and the message.
+        Assert.Equal(1, darq.Incarnation);
+        Assert.Equal(1, darq.UnconsumedCount);
+        await producer.EnqueueAsync("b".Bytes());
+        using var next = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var again = next.ReadAllAsync().GetAsyncEnumerator();
+        Assert.Equal(["a", "b"], (await again.TakeAsync(2)).Select(m => m.Text()));
+    }
+
+    [Fact]
+    public async Task ReadAllAsync_ServerStops_EndsWithUnavailableWithoutHoldingTheShutdown()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var messages = processor.ReadAllAsync().GetAsyncEnumerator();
+        var next = messages.MoveNextAsync().AsTask();
+
+        await server.StopAsync().WaitAsync(TestText.Timeout);
+        var error = await Assert.ThrowsAsync<RpcException>(() => next.WaitAsync(TestText.Timeout));
+
+        Assert.Equal(StatusCode.Unavailable, error.StatusCode);
+        await server.Logs.WaitForAsync(4101, "the server is stopping").WaitAsync(TestText.Timeout);
+    }
 }

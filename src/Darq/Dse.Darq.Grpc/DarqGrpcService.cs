@@ -83,6 +83,8 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         }
 
         DarqGrpcLog.ProcessorRegistered(_logger, darq.Name, processor.Incarnation, context.Peer, processor.ReplayCount);
+        var tag = new KeyValuePair<string, object?>("darq", darq.Name);
+        DarqGrpcInstrumentation.ProcessorStreams.Add(1, tag);
         try
         {
             await responseStream.WriteAsync(new ProcessorEvent
@@ -107,7 +109,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         catch (DarqStaleIncarnationException superseded)
         {
             DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "a newer processor registered");
-            throw DarqRpcErrors.ToRpcException(superseded, method, darq.Name)!;
+            throw Refuse(method, DarqRpcErrors.ToRpcException(superseded, method, darq.Name)!);
         }
         catch (OperationCanceledException) when (context.CancellationToken.IsCancellationRequested)
         {
@@ -119,6 +121,10 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         {
             DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the server is stopping");
             throw DarqRpcErrors.Unavailable(method, $"the server hosting DARQ '{darq.Name}' is stopping; register again with it or its successor.");
+        }
+        finally
+        {
+            DarqGrpcInstrumentation.ProcessorStreams.Add(-1, tag);
         }
 
         // The message stream completes without an error only when the DARQ closes.
@@ -257,6 +263,11 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     private RpcException Refuse(string method, RpcException status)
     {
         DarqGrpcLog.Refused(_logger, method, status.StatusCode, status.Status.Detail);
+        if (DarqGrpcInstrumentation.Refused.Enabled)
+        {
+            DarqGrpcInstrumentation.Refused.Add(1, new KeyValuePair<string, object?>("method", method), new KeyValuePair<string, object?>("code", status.StatusCode.ToString()));
+        }
+
         return status;
     }
 }
