@@ -59,7 +59,16 @@ internal sealed class DarqServer : IAsyncDisposable
         builder.Services.AddGrpc();
         var app = builder.Build();
         app.MapDarqService();
-        await app.StartAsync();
+        try
+        {
+            await app.StartAsync();
+        }
+        catch
+        {
+            await app.DisposeAsync();
+            throw;
+        }
+
         return new DarqServer(app, registry, ((IPEndPoint)endpoint!.EndPoint).Port, logs);
     }
 

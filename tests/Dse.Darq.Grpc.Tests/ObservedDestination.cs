@@ -6,11 +6,16 @@ namespace Dse.Darq.Grpc.Tests;
 /// </summary>
 internal sealed class ObservedDestination(string name, IDarqDestination inner) : IDarqDestination, IDarqDestinations
 {
+    private IDarqDestination _inner = inner;
+
     private readonly TaskCompletionSource _failed = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private int _attempts;
     private int _dropAcks;
 
     public int Attempts => Volatile.Read(ref _attempts);
+
+    /// <summary>Where deliveries go from now on (a destination that came back on another address).</summary>
+    public void Redirect(IDarqDestination destination) => Volatile.Write(ref _inner, destination);
 
     public Task FirstFailure => _failed.Task;
 
@@ -24,7 +29,7 @@ internal sealed class ObservedDestination(string name, IDarqDestination inner) :
         Interlocked.Increment(ref _attempts);
         try
         {
-            await inner.DeliverAsync(delivery, cancellationToken);
+            await Volatile.Read(ref _inner).DeliverAsync(delivery, cancellationToken);
         }
         catch (Exception) when (!cancellationToken.IsCancellationRequested)
         {

@@ -1,4 +1,6 @@
 using Grpc.Core;
+using Grpc.Core.Interceptors;
+using Grpc.Net.Client;
 
 namespace Dse.Darq.Grpc.Tests;
 
@@ -95,5 +97,44 @@ public sealed class RemoteProducerTests
 
         Assert.Equal(StatusCode.Unavailable, error.StatusCode);
         Assert.Contains("closed", error.Status.Detail, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task EnqueueAsync_ReplyLost_ResendsTheSameSequenceNumberAndAppendsOnce()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var lose = new LoseFirstReplyInterceptor();
+        var producer = new RemoteDarqProducer(server.Channel.Intercept(lose), "orders", producerId: 3) { RetryDelay = TimeSpan.FromMilliseconds(1) };
+
+        var sent = await producer.EnqueueAsync("a".Bytes());
+        var next = await producer.EnqueueAsync("b".Bytes());
+
+        // The first attempt was appended, its reply lost; the resend is acknowledged as its duplicate.
+        Assert.Equal(3, lose.Calls);
+        Assert.True(sent.IsDuplicate);
+        Assert.False(next.IsDuplicate);
+        Assert.Equal(2, darq.UnconsumedCount);
+        var processor = await darq.RegisterProcessorAsync();
+        var texts = new List<string>();
+        while (processor.Messages.TryRead(out var message))
+        {
+            texts.Add(message.Text());
+        }
+
+        Assert.Equal(["a", "b"], texts);
+    }
+
+    [Fact]
+    public async Task EnqueueAsync_ServerDown_FailsAfterMaxAttemptsAndUsesUpTheSequenceNumber()
+    {
+        // Port 1 is privileged: nothing of a test run listens there, so connections are refused.
+        using var channel = GrpcChannel.ForAddress("http://127.0.0.1:1");
+        var producer = new RemoteDarqProducer(channel, "orders", producerId: 1) { MaxAttempts = 2, RetryDelay = TimeSpan.FromMilliseconds(1) };
+
+        var error = await Assert.ThrowsAsync<RpcException>(() => producer.EnqueueAsync("a".Bytes()));
+
+        Assert.Equal(StatusCode.Unavailable, error.StatusCode);
+        Assert.Equal(1, producer.NextSequenceNumber);
     }
 }

@@ -111,7 +111,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "a newer processor registered");
             throw Refuse(method, DarqRpcErrors.ToRpcException(superseded, method, darq.Name)!);
         }
-        catch (OperationCanceledException) when (context.CancellationToken.IsCancellationRequested)
+        catch (Exception e) when (context.CancellationToken.IsCancellationRequested && e is OperationCanceledException or IOException or InvalidOperationException)
         {
             // The client went away: stop reading; the registration stands until a newer one supersedes it.
             DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the client cancelled");

@@ -18,14 +18,22 @@ public sealed class GrpcDarqDestination : IDarqDestination
     /// <param name="channel">The channel (the caller owns it).</param>
     /// <param name="remoteName">The DARQ's name on that server; <see langword="null"/> for the destination name the OUT message carries.</param>
     public GrpcDarqDestination(ChannelBase channel, string? remoteName = null)
+        : this((channel ?? throw new ArgumentNullException(nameof(channel))).CreateCallInvoker(), remoteName)
     {
-        ArgumentNullException.ThrowIfNull(channel);
+    }
+
+    /// <summary>Creates a destination over a call invoker (for example a channel with interceptors).</summary>
+    /// <param name="callInvoker">The call invoker; the caller owns its channel.</param>
+    /// <param name="remoteName">The DARQ's name on that server; <see langword="null"/> for the destination name the OUT message carries.</param>
+    public GrpcDarqDestination(CallInvoker callInvoker, string? remoteName = null)
+    {
+        ArgumentNullException.ThrowIfNull(callInvoker);
         if (remoteName is not null)
         {
             ArgumentException.ThrowIfNullOrEmpty(remoteName);
         }
 
-        _client = new DarqService.DarqServiceClient(channel);
+        _client = new DarqService.DarqServiceClient(callInvoker);
         _remoteName = remoteName;
     }
 

@@ -44,11 +44,23 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <param name="cancellationToken">Cancels waiting for the registration (once the server appended it, it stands).</param>
     /// <returns>The registered processor.</returns>
     /// <exception cref="RpcException">NOT_FOUND for an unknown DARQ, UNAVAILABLE when it is closed or unreachable.</exception>
-    public static async Task<RemoteDarqProcessor> RegisterAsync(ChannelBase channel, string darq, CancellationToken cancellationToken = default)
+    public static Task<RemoteDarqProcessor> RegisterAsync(ChannelBase channel, string darq, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(channel);
+        return RegisterAsync(channel.CreateCallInvoker(), darq, cancellationToken);
+    }
+
+    /// <summary>Registers a processor with a remote DARQ over a call invoker (for example a channel with interceptors).</summary>
+    /// <param name="callInvoker">The call invoker; the caller owns its channel.</param>
+    /// <param name="darq">The DARQ's name on that server.</param>
+    /// <param name="cancellationToken">Cancels waiting for the registration (once the server appended it, it stands).</param>
+    /// <returns>The registered processor.</returns>
+    /// <exception cref="RpcException">NOT_FOUND for an unknown DARQ, UNAVAILABLE when it is closed or unreachable.</exception>
+    public static async Task<RemoteDarqProcessor> RegisterAsync(CallInvoker callInvoker, string darq, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(callInvoker);
         ArgumentException.ThrowIfNullOrEmpty(darq);
-        var client = new DarqService.DarqServiceClient(channel);
+        var client = new DarqService.DarqServiceClient(callInvoker);
         var closing = new CancellationTokenSource();
         var call = client.Register(new RegisterRequest { Darq = darq }, cancellationToken: closing.Token);
         try
@@ -97,6 +109,10 @@ public sealed class RemoteDarqProcessor : IDisposable
             catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is { } refused)
             {
                 throw refused;
+            }
+            catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+            {
+                throw new OperationCanceledException($"Reading the stream of remote processor {Incarnation} of DARQ '{Darq}' was cancelled.", e, cancellationToken);
             }
 
             if (!more)
@@ -147,6 +163,10 @@ public sealed class RemoteDarqProcessor : IDisposable
         catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is { } refused)
         {
             throw refused;
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException($"A step of remote processor {Incarnation} of DARQ '{Darq}' was cancelled; it may or may not have been appended.", e, cancellationToken);
         }
 
         return new DarqStepResult([.. reply.SelfLsns], [.. reply.OutLsns], reply.CompletionLsn, reply.DurableAt);

@@ -34,11 +34,22 @@ public sealed class RemoteDarqProducer
     /// <param name="nextSequenceNumber">The sequence number of the next client-numbered enqueue (nonnegative).</param>
     /// <param name="loggerFactory">Logs resends; <see langword="null"/> for none.</param>
     public RemoteDarqProducer(ChannelBase channel, string darq, long producerId, long nextSequenceNumber = 0, ILoggerFactory? loggerFactory = null)
+        : this((channel ?? throw new ArgumentNullException(nameof(channel))).CreateCallInvoker(), darq, producerId, nextSequenceNumber, loggerFactory)
     {
-        ArgumentNullException.ThrowIfNull(channel);
+    }
+
+    /// <summary>Creates a producer over a call invoker (for example a channel with interceptors).</summary>
+    /// <param name="callInvoker">The call invoker; the caller owns its channel.</param>
+    /// <param name="darq">The DARQ's name on that server.</param>
+    /// <param name="producerId">The producer's globally unique id.</param>
+    /// <param name="nextSequenceNumber">The sequence number of the next client-numbered enqueue (nonnegative).</param>
+    /// <param name="loggerFactory">Logs resends; <see langword="null"/> for none.</param>
+    public RemoteDarqProducer(CallInvoker callInvoker, string darq, long producerId, long nextSequenceNumber = 0, ILoggerFactory? loggerFactory = null)
+    {
+        ArgumentNullException.ThrowIfNull(callInvoker);
         ArgumentException.ThrowIfNullOrEmpty(darq);
         ArgumentOutOfRangeException.ThrowIfNegative(nextSequenceNumber);
-        _client = new DarqService.DarqServiceClient(channel);
+        _client = new DarqService.DarqServiceClient(callInvoker);
         Darq = darq;
         ProducerId = producerId;
         _nextSequenceNumber = nextSequenceNumber;
@@ -131,6 +142,10 @@ public sealed class RemoteDarqProducer
                 var reply = await _client.EnqueueAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken)
                     .ConfigureAwait(false);
                 return new DarqEnqueueResult(reply.Lsn, reply.Duplicate, reply.DurableAt);
+            }
+            catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+            {
+                throw new OperationCanceledException($"The enqueue of sequence number {sequenceNumber} to DARQ '{Darq}' was cancelled; it may or may not have been appended.", e, cancellationToken);
             }
             catch (RpcException e) when (attempt < MaxAttempts && e.StatusCode is StatusCode.Unavailable or StatusCode.DeadlineExceeded
                 && !cancellationToken.IsCancellationRequested)
