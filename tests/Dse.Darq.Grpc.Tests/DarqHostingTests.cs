@@ -52,6 +52,34 @@ public sealed class DarqHostingTests
     }
 
     [Fact]
+    public async Task AddRemoteDestination_TwoHosts_DeliversOutMessagesOverGrpc()
+    {
+        var (billingHost, billingAddress) = await StartAsync(services => services.AddDarq("billing", options => InMemory(options)));
+        await using (billingHost)
+        {
+            var (ordersHost, _) = await StartAsync(services =>
+                services.AddDarq("orders", options => InMemory(options)).AddRemoteDestination("invoices", billingAddress, remoteName: "billing"));
+            await using (ordersHost)
+            {
+                var billing = billingHost.Services.GetRequiredService<IDarqResolver>().Resolve("billing")!;
+                var orders = ordersHost.Services.GetRequiredService<IDarqResolver>().Resolve("orders")!;
+                var billed = await billing.RegisterProcessorAsync();
+                var processor = await orders.RegisterProcessorAsync();
+                await orders.EnqueueAsync("order-1".Bytes());
+                Assert.True(processor.Messages.TryRead(out var order));
+
+                var step = await processor.StepAsync(new DarqStep().Consume(order).AddOut("invoices", "bill-1".Bytes()));
+                await orders.CommitAsync();
+                await orders.WaitForDeliveredAsync(step.OutLsns[0]).AsTask().WaitAsync(TestText.Timeout);
+
+                Assert.True(billed.Messages.TryRead(out var bill));
+                Assert.Equal("bill-1", bill.Text());
+                Assert.False(billed.Messages.TryRead(out _));
+            }
+        }
+    }
+
+    [Fact]
     public async Task AddDarq_WithoutDevices_FailsTheStartNamingTheDarqAndOption()
     {
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
