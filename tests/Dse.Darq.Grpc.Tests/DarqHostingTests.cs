@@ -96,6 +96,38 @@ public sealed class DarqHostingTests
     }
 
     [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task AddDarq_CorruptCommittedEntry_FailsTheStartNamingTheDarq()
+    {
+        var storage = new TestStorage("orders");
+        await using (var darq = await storage.OpenAsync())
+        {
+            await darq.EnqueueAsync("a-perfectly-good-payload".Bytes());
+            await darq.CommitAsync();
+        }
+
+        storage.CorruptPayload("perfectly-good");
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
+        builder.Services.AddDarq("orders", options =>
+        {
+            var stored = storage.Options();
+            (options.LogDevice, options.CommitDevice) = (stored.LogDevice, stored.CommitDevice);
+            (options.PageSize, options.MemorySize, options.SegmentSize) = (stored.PageSize, stored.MemorySize, stored.SegmentSize);
+            (options.MaxMessageSize, options.MaxProducers) = (stored.MaxMessageSize, stored.MaxProducers);
+        });
+        await using var app = builder.Build();
+        app.MapDarqService();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.StartsWith("DARQ 'orders' could not open:", error.Message, StringComparison.Ordinal);
+        Assert.IsType<InvalidDataException>(error.InnerException);
+        Assert.Null(app.Services.GetRequiredService<IDarqResolver>().Resolve("orders"));
+    }
+
+    [Fact]
     public void AddDarq_SameNameTwice_RegistersOneDarqWithBothCallbacks()
     {
         var services = new ServiceCollection();

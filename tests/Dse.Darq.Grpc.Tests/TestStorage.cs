@@ -30,6 +30,27 @@ internal sealed class TestStorage(string name)
         DeliveryRetryMaxDelay = TimeSpan.FromMilliseconds(100),
     };
 
+    /// <summary>Flips a byte in the middle of the first occurrence of <paramref name="marker"/> in the log (found by content, not by layout).</summary>
+    public void CorruptPayload(string marker)
+    {
+        byte[] needle = System.Text.Encoding.UTF8.GetBytes(marker);
+        foreach (int segment in Log.SegmentIds)
+        {
+            Assert.True(Log.TryGetSegmentLength(segment, out long length));
+            var bytes = new byte[length];
+            Assert.True(Log.TryRead(segment, 0, bytes));
+            int at = bytes.AsSpan().IndexOf(needle);
+            if (at >= 0)
+            {
+                int target = at + (needle.Length / 2);
+                Log.Write(segment, target, [(byte)(bytes[target] ^ 0xFF)]);
+                return;
+            }
+        }
+
+        Assert.Fail($"the log holds no '{marker}'");
+    }
+
     public Task<Darq> OpenAsync(Action<DarqOptions>? configure = null)
     {
         var options = Options();
