@@ -99,7 +99,8 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
                     Message = new Message
                     {
                         Lsn = message.Lsn,
-                        Kind = message.Kind == DarqMessageKind.Self ? MessageKind.Self : MessageKind.In,
+                        // The wire values are DarqMessageKind's.
+                        Kind = (MessageKind)(int)message.Kind,
                         Payload = ByteString.CopyFrom(message.Payload.Span),
                         IsReplay = message.IsReplay,
                     },
@@ -145,9 +146,16 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             step.Consume(lsn);
         }
 
-        foreach (var payload in request.SelfMessages)
+        for (int i = 0; i < request.SelfMessages.Count; i++)
         {
-            step.AddSelf(payload.Memory);
+            var self = request.SelfMessages[i];
+            if (self.Activity.Length != 0)
+            {
+                throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
+                    $"self_messages[{i}] is activity '{self.Activity}'; this server does not take activities over gRPC."));
+            }
+
+            step.AddSelf(self.Payload.Memory);
         }
 
         for (int i = 0; i < request.OutMessages.Count; i++)

@@ -127,7 +127,8 @@ public sealed class RemoteDarqProcessor : IDisposable
             }
 
             var message = current.Message;
-            var kind = message.Kind == MessageKind.Self ? DarqMessageKind.Self : DarqMessageKind.In;
+            // The wire values are DarqMessageKind's.
+            var kind = (DarqMessageKind)(int)message.Kind;
             yield return new DarqMessage(message.Lsn, kind, message.Payload.Memory, message.IsReplay);
         }
     }
@@ -147,7 +148,7 @@ public sealed class RemoteDarqProcessor : IDisposable
         request.Consumed.Add(step.Consumed);
         foreach (var payload in step.SelfMessages)
         {
-            request.SelfMessages.Add(ByteString.CopyFrom(payload.Span));
+            request.SelfMessages.Add(new SelfMessage { Payload = ByteString.CopyFrom(payload.Span) });
         }
 
         foreach (var message in step.OutMessages)
