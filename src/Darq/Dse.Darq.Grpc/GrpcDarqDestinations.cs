@@ -12,8 +12,10 @@ namespace Dse.Darq.Grpc;
 public sealed class GrpcDarqDestinations : IDarqDestinations, IDisposable
 {
     private readonly ConcurrentDictionary<string, IDarqDestination> _destinations = new(StringComparer.Ordinal);
-    private readonly ConcurrentDictionary<Uri, GrpcChannel> _channels = new();
+    /// <summary>One channel per address; guarded by itself (creating a channel twice for one address would leak one).</summary>
+    private readonly Dictionary<Uri, GrpcChannel> _channels = [];
     private readonly IDarqDestinations? _fallback;
+    private bool _disposed;
 
     /// <summary>Creates an empty map.</summary>
     /// <param name="fallback">Resolves the names this map does not hold; <see langword="null"/> for none.</param>
@@ -33,7 +35,17 @@ public sealed class GrpcDarqDestinations : IDarqDestinations, IDisposable
             throw new ArgumentException($"The address of destination '{name}' must be an absolute http or https URI (got '{address}').", nameof(address));
         }
 
-        var channel = _channels.GetOrAdd(address, static a => GrpcChannel.ForAddress(a));
+        GrpcChannel channel;
+        lock (_channels)
+        {
+            ObjectDisposedException.ThrowIf(_disposed, this);
+            if (!_channels.TryGetValue(address, out channel!))
+            {
+                channel = GrpcChannel.ForAddress(address);
+                _channels.Add(address, channel);
+            }
+        }
+
         _destinations[name] = new GrpcDarqDestination(channel, remoteName ?? name);
         return this;
     }
@@ -62,11 +74,15 @@ public sealed class GrpcDarqDestinations : IDarqDestinations, IDisposable
     /// <summary>Disposes the channels this map created.</summary>
     public void Dispose()
     {
-        foreach (var channel in _channels.Values)
+        lock (_channels)
         {
-            channel.Dispose();
-        }
+            _disposed = true;
+            foreach (var channel in _channels.Values)
+            {
+                channel.Dispose();
+            }
 
-        _channels.Clear();
+            _channels.Clear();
+        }
     }
 }
