@@ -1,0 +1,28 @@
+using Grpc.Core;
+using Microsoft.Extensions.Logging;
+
+namespace Dse.Darq.Grpc;
+
+/// <summary>Source-generated log messages of DARQ over gRPC; event ids are stable (4100-4199).</summary>
+internal static partial class DarqGrpcLog
+{
+    [LoggerMessage(EventId = 4100, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}': remote processor incarnation {Incarnation} registered from {Peer}; replaying {ReplayCount} messages.")]
+    public static partial void ProcessorRegistered(ILogger logger, string darq, long incarnation, string peer, int replayCount);
+
+    [LoggerMessage(EventId = 4101, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}': the stream of remote processor incarnation {Incarnation} ends: {Reason}.")]
+    public static partial void ProcessorStreamEnded(ILogger logger, string darq, long incarnation, string reason);
+
+    [LoggerMessage(EventId = 4102, Level = LogLevel.Debug,
+        Message = "DarqService.{Method} refused with {Status}: {Detail}")]
+    public static partial void Refused(ILogger logger, string method, StatusCode status, string detail);
+
+    [LoggerMessage(EventId = 4103, Level = LogLevel.Warning,
+        Message = "DarqService.{Method} failed unexpectedly")]
+    public static partial void Failed(ILogger logger, Exception exception, string method);
+
+    [LoggerMessage(EventId = 4110, Level = LogLevel.Warning,
+        Message = "Remote producer {ProducerId} of DARQ '{Darq}': enqueue of sequence number {SequenceNumber} failed with {Status} (attempt {Attempt}); resending in {DelayMs} ms.")]
+    public static partial void EnqueueRetrying(ILogger logger, long producerId, string darq, long sequenceNumber, StatusCode status, int attempt, long delayMs);
+}

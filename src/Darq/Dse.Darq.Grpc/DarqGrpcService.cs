@@ -1,0 +1,281 @@
+using Dse.Darq.Grpc.V1;
+using Google.Protobuf;
+using Grpc.Core;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace Dse.Darq.Grpc;
+
+/// <summary>
+/// <c>dse.darq.v1.DarqService</c>: remote producers, a remote processor and OUT delivery for the DARQs an
+/// <see cref="IDarqResolver"/> hosts. Every refusal is a status naming what was wrong, and changes nothing
+/// (protos/dse/darq/v1/darq.proto lists the codes). Map it with <c>endpoints.MapDarqService()</c>.
+/// </summary>
+public sealed class DarqGrpcService : DarqService.DarqServiceBase
+{
+    private readonly IDarqResolver _resolver;
+    private readonly ILogger _logger;
+    private readonly CancellationToken _serverStopping;
+
+    /// <summary>Creates the service over the DARQs a resolver finds.</summary>
+    /// <param name="resolver">Finds DARQs by name.</param>
+    /// <param name="logger">The service's logger.</param>
+    /// <param name="lifetime">When given, processor streams end (UNAVAILABLE) as the host starts stopping, so they do not hold its shutdown.</param>
+    public DarqGrpcService(IDarqResolver resolver, ILogger<DarqGrpcService> logger, IHostApplicationLifetime? lifetime = null)
+    {
+        ArgumentNullException.ThrowIfNull(resolver);
+        ArgumentNullException.ThrowIfNull(logger);
+        _resolver = resolver;
+        _logger = logger;
+        _serverStopping = lifetime?.ApplicationStopping ?? CancellationToken.None;
+    }
+
+    /// <inheritdoc />
+    public override async Task<EnqueueReply> Enqueue(EnqueueRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(Enqueue);
+        var darq = Resolve(method, request.Darq);
+        if (!request.HasProducerId && request.SequenceNumber != 0)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
+                $"sequence_number is {request.SequenceNumber} but no producer_id is set; a sequence number only means something with a producer id."));
+        }
+
+        try
+        {
+            var token = context.CancellationToken;
+            var result = request.HasProducerId
+                ? await darq.EnqueueAsync(request.ProducerId, request.SequenceNumber, request.Payload.Memory, token).ConfigureAwait(false)
+                : await darq.EnqueueAsync(request.Payload.Memory, token).ConfigureAwait(false);
+            if (request.WaitDurable)
+            {
+                await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+            }
+
+            return new EnqueueReply { Lsn = result.Lsn, Duplicate = result.IsDuplicate, DurableAt = result.DurableAt };
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+    }
+
+    /// <inheritdoc />
+    public override async Task Register(RegisterRequest request, IServerStreamWriter<ProcessorEvent> responseStream, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(responseStream);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(Register);
+        var darq = Resolve(method, request.Darq);
+        using var ending = CancellationTokenSource.CreateLinkedTokenSource(context.CancellationToken, _serverStopping);
+        var token = ending.Token;
+        DarqProcessor processor;
+        try
+        {
+            processor = await darq.RegisterProcessorAsync(token).ConfigureAwait(false);
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+
+        DarqGrpcLog.ProcessorRegistered(_logger, darq.Name, processor.Incarnation, context.Peer, processor.ReplayCount);
+        var tag = new KeyValuePair<string, object?>("darq", darq.Name);
+        DarqGrpcInstrumentation.ProcessorStreams.Add(1, tag);
+        try
+        {
+            await responseStream.WriteAsync(new ProcessorEvent
+            {
+                Registration = new Registration { Incarnation = processor.Incarnation, ReplayCount = processor.ReplayCount },
+            }).ConfigureAwait(false);
+
+            await foreach (var message in processor.ReadAllAsync(token).ConfigureAwait(false))
+            {
+                await responseStream.WriteAsync(new ProcessorEvent
+                {
+                    Message = new Message
+                    {
+                        Lsn = message.Lsn,
+                        // The wire values are DarqMessageKind's.
+                        Kind = (MessageKind)(int)message.Kind,
+                        Payload = ByteString.CopyFrom(message.Payload.Span),
+                        IsReplay = message.IsReplay,
+                    },
+                }).ConfigureAwait(false);
+            }
+        }
+        catch (DarqStaleIncarnationException superseded)
+        {
+            DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "a newer processor registered");
+            throw Refuse(method, DarqRpcErrors.ToRpcException(superseded, method, darq.Name)!);
+        }
+        catch (Exception e) when (context.CancellationToken.IsCancellationRequested && e is OperationCanceledException or IOException or InvalidOperationException)
+        {
+            // The client went away: stop reading; the registration stands until a newer one supersedes it.
+            DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the client cancelled");
+            return;
+        }
+        catch (OperationCanceledException) when (_serverStopping.IsCancellationRequested)
+        {
+            DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the server is stopping");
+            throw DarqRpcErrors.Unavailable(method, $"the server hosting DARQ '{darq.Name}' is stopping; register again with it or its successor.");
+        }
+        finally
+        {
+            DarqGrpcInstrumentation.ProcessorStreams.Add(-1, tag);
+        }
+
+        // The message stream completes without an error only when the DARQ closes.
+        DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the DARQ closed");
+        throw DarqRpcErrors.Unavailable(method, $"DARQ '{darq.Name}' closed; register again once it is back.");
+    }
+
+    /// <inheritdoc />
+    public override async Task<StepReply> Step(StepRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(Step);
+        var darq = Resolve(method, request.Darq);
+        var step = new DarqStep();
+        foreach (long lsn in request.Consumed)
+        {
+            step.Consume(lsn);
+        }
+
+        for (int i = 0; i < request.SelfMessages.Count; i++)
+        {
+            var self = request.SelfMessages[i];
+            if (self.Activity.Length != 0)
+            {
+                throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
+                    $"self_messages[{i}] is activity '{self.Activity}'; this server does not take activities over gRPC."));
+            }
+
+            step.AddSelf(self.Payload.Memory);
+        }
+
+        for (int i = 0; i < request.OutMessages.Count; i++)
+        {
+            var message = request.OutMessages[i];
+            if (string.IsNullOrEmpty(message.Destination))
+            {
+                throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"out_messages[{i}].destination is empty; an OUT message needs a destination DARQ name."));
+            }
+
+            step.AddOut(message.Destination, message.Payload.Memory);
+        }
+
+        try
+        {
+            var token = context.CancellationToken;
+            var result = await darq.StepAsync(request.Incarnation, step, token).ConfigureAwait(false);
+            if (request.WaitDurable)
+            {
+                await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+            }
+
+            var reply = new StepReply { CompletionLsn = result.CompletionLsn, DurableAt = result.DurableAt };
+            reply.SelfLsns.Add(result.SelfLsns);
+            reply.OutLsns.Add(result.OutLsns);
+            return reply;
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+    }
+
+    /// <inheritdoc />
+    public override async Task<DeliverReply> Deliver(DeliverRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(Deliver);
+        var darq = Resolve(method, request.Darq);
+        if (string.IsNullOrEmpty(request.Source))
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "source is empty; a delivery names its source DARQ (its deduplication identity)."));
+        }
+
+        if (request.SourceLsn < 0)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"source_lsn is {request.SourceLsn}; an LSN is never negative."));
+        }
+
+        try
+        {
+            var token = context.CancellationToken;
+            var result = await darq.ReceiveAsync(new DarqDelivery(request.Source, request.SourceLsn, request.Darq, request.Payload.Memory), token)
+                .ConfigureAwait(false);
+
+            // The reply is the acknowledgement: only once the message (or the original it duplicates) is durable here.
+            await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+            return new DeliverReply { Lsn = result.Lsn, Duplicate = result.IsDuplicate };
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+    }
+
+    /// <inheritdoc />
+    public override async Task<WaitForCommitReply> WaitForCommit(WaitForCommitRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(WaitForCommit);
+        var darq = Resolve(method, request.Darq);
+        if (request.Address < 0)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"address is {request.Address}; a log address is never negative."));
+        }
+
+        if (request.Address > darq.TailAddress)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
+                $"address {request.Address} is beyond the tail of DARQ '{darq.Name}' ({darq.TailAddress}); nothing there can be committed yet."));
+        }
+
+        try
+        {
+            await EnsureDurableAsync(darq, request.Address, context.CancellationToken).ConfigureAwait(false);
+            return new WaitForCommitReply { CommittedUntil = darq.CommittedUntilAddress };
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+    }
+
+    /// <summary>
+    /// Makes <paramref name="address"/> durable. The service cannot tell whether the DARQ has a group commit, so it commits
+    /// when the address is not durable yet: a commit covers everything appended so far, and concurrent requests share it.
+    /// </summary>
+    private static ValueTask EnsureDurableAsync(Darq darq, long address, CancellationToken cancellationToken) =>
+        darq.CommittedUntilAddress >= address ? ValueTask.CompletedTask : darq.CommitAsync(cancellationToken);
+
+    private Darq Resolve(string method, string name)
+    {
+        if (string.IsNullOrEmpty(name))
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "darq is empty; every request names the DARQ it is for."));
+        }
+
+        return _resolver.Resolve(name) ?? throw Refuse(method, DarqRpcErrors.UnknownDarq(method, name));
+    }
+
+    private RpcException Refuse(string method, RpcException status)
+    {
+        DarqGrpcLog.Refused(_logger, method, status.StatusCode, status.Status.Detail);
+        if (DarqGrpcInstrumentation.Refused.Enabled)
+        {
+            DarqGrpcInstrumentation.Refused.Add(1, new KeyValuePair<string, object?>("method", method), new KeyValuePair<string, object?>("code", status.StatusCode.ToString()));
+        }
+
+        return status;
+    }
+}

@@ -1,0 +1,118 @@
+using System.Globalization;
+using Grpc.Core;
+
+namespace Dse.Darq.Grpc;
+
+/// <summary>
+/// The error contract of DarqService: what the server turns DARQ exceptions into, and how a client turns the statuses
+/// back into the same exceptions. Refusals that carry data (stale incarnation, rejected step) put it in trailers.
+/// </summary>
+public static class DarqRpcErrors
+{
+    /// <summary>Trailer naming the kind of refusal: <see cref="StaleIncarnation"/> or <see cref="StepRejected"/>.</summary>
+    public const string ErrorKey = "dse-darq-error";
+
+    /// <summary>Trailer: the DARQ's name.</summary>
+    public const string DarqKey = "dse-darq-name";
+
+    /// <summary>Trailer: the incarnation a refused request carried.</summary>
+    public const string IncarnationKey = "dse-darq-incarnation";
+
+    /// <summary>Trailer: the DARQ's current incarnation when it refused a request.</summary>
+    public const string CurrentIncarnationKey = "dse-darq-current-incarnation";
+
+    /// <summary>Trailer: the consumed LSN that failed step validation.</summary>
+    public const string LsnKey = "dse-darq-lsn";
+
+    /// <summary>Trailer: why a step was refused (a <see cref="DarqStepRejection"/> name).</summary>
+    public const string ReasonKey = "dse-darq-reason";
+
+    /// <summary>Value of <see cref="ErrorKey"/> for a <see cref="DarqStaleIncarnationException"/>.</summary>
+    public const string StaleIncarnation = "stale-incarnation";
+
+    /// <summary>Value of <see cref="ErrorKey"/> for a <see cref="DarqStepRejectedException"/>.</summary>
+    public const string StepRejected = "step-rejected";
+
+    /// <summary>
+    /// Turns a status of DarqService back into the DARQ exception it stands for (<see cref="DarqStaleIncarnationException"/>
+    /// or <see cref="DarqStepRejectedException"/>, with the same details), or returns <see langword="null"/> when it stands
+    /// for none (the <see cref="RpcException"/> is then the error).
+    /// </summary>
+    /// <param name="error">The status a call failed with.</param>
+    /// <returns>The DARQ exception, or <see langword="null"/>.</returns>
+    public static InvalidOperationException? ToDarqException(RpcException error)
+    {
+        ArgumentNullException.ThrowIfNull(error);
+        if (error.StatusCode != StatusCode.FailedPrecondition)
+        {
+            return null;
+        }
+
+        var trailers = error.Trailers;
+        string? kind = trailers.GetValue(ErrorKey);
+        string darq = trailers.GetValue(DarqKey) ?? "?";
+        if (kind == StaleIncarnation
+            && TryLong(trailers, IncarnationKey, out long incarnation)
+            && TryLong(trailers, CurrentIncarnationKey, out long current))
+        {
+            return new DarqStaleIncarnationException(darq, incarnation, current);
+        }
+
+        if (kind == StepRejected
+            && TryLong(trailers, LsnKey, out long lsn)
+            && Enum.TryParse(trailers.GetValue(ReasonKey), ignoreCase: false, out DarqStepRejection reason)
+            && Enum.IsDefined(reason))
+        {
+            return new DarqStepRejectedException(darq, lsn, reason);
+        }
+
+        return null;
+    }
+
+    /// <summary>
+    /// The status for an exception of a DARQ operation, or <see langword="null"/> for one that should pass through as is
+    /// (cancellation, an <see cref="RpcException"/>, an unexpected error).
+    /// </summary>
+    internal static RpcException? ToRpcException(Exception error, string method, string darq) => error switch
+    {
+        RpcException or OperationCanceledException => null,
+        DarqStaleIncarnationException stale => new RpcException(
+            new Status(StatusCode.FailedPrecondition, $"{method}: {stale.Message}"),
+            new Metadata
+            {
+                { ErrorKey, StaleIncarnation },
+                { DarqKey, darq },
+                { IncarnationKey, stale.Incarnation.ToString(CultureInfo.InvariantCulture) },
+                { CurrentIncarnationKey, stale.CurrentIncarnation.ToString(CultureInfo.InvariantCulture) },
+            }),
+        DarqStepRejectedException rejected => new RpcException(
+            new Status(StatusCode.FailedPrecondition, $"{method}: {rejected.Message}"),
+            new Metadata
+            {
+                { ErrorKey, StepRejected },
+                { DarqKey, darq },
+                { LsnKey, rejected.Lsn.ToString(CultureInfo.InvariantCulture) },
+                { ReasonKey, rejected.Reason.ToString() },
+            }),
+        ObjectDisposedException => Unavailable(method, $"DARQ '{darq}' is closed."),
+        ArgumentException argument => new RpcException(new Status(StatusCode.InvalidArgument, $"{method}: {argument.Message}")),
+        IOException io => Unavailable(method, $"DARQ '{darq}' cannot commit: {io.Message}"),
+        InvalidOperationException invalid => new RpcException(new Status(StatusCode.FailedPrecondition, $"{method}: {invalid.Message}")),
+        _ => null,
+    };
+
+    /// <summary>NOT_FOUND for a DARQ name the server does not host.</summary>
+    internal static RpcException UnknownDarq(string method, string darq) =>
+        new(new Status(StatusCode.NotFound, $"{method}: this server hosts no DARQ named '{darq}'."));
+
+    /// <summary>INVALID_ARGUMENT naming the field and what was wrong with it.</summary>
+    internal static RpcException InvalidArgument(string method, string message) =>
+        new(new Status(StatusCode.InvalidArgument, $"{method}: {message}"));
+
+    /// <summary>UNAVAILABLE: the DARQ or the server cannot serve now; retry.</summary>
+    internal static RpcException Unavailable(string method, string message) =>
+        new(new Status(StatusCode.Unavailable, $"{method}: {message}"));
+
+    private static bool TryLong(Metadata trailers, string key, out long value) =>
+        long.TryParse(trailers.GetValue(key), NumberStyles.Integer, CultureInfo.InvariantCulture, out value);
+}

@@ -1,0 +1,55 @@
+using Dse.Darq.Grpc.V1;
+using Google.Protobuf;
+using Grpc.Core;
+
+namespace Dse.Darq.Grpc;
+
+/// <summary>
+/// A DARQ on another server as a destination of OUT messages: delivers through <c>DarqService.Deliver</c>, which replies
+/// only once the message is durable there. Any failure (unreachable, UNAVAILABLE, a timeout) means "not acknowledged":
+/// the source's delivery loop retries, and the destination deduplicates the resend by (source, source LSN).
+/// </summary>
+public sealed class GrpcDarqDestination : IDarqDestination
+{
+    private readonly DarqService.DarqServiceClient _client;
+    private readonly string? _remoteName;
+
+    /// <summary>Creates a destination over a channel to the server hosting it.</summary>
+    /// <param name="channel">The channel (the caller owns it).</param>
+    /// <param name="remoteName">The DARQ's name on that server; <see langword="null"/> for the destination name the OUT message carries.</param>
+    public GrpcDarqDestination(ChannelBase channel, string? remoteName = null)
+        : this((channel ?? throw new ArgumentNullException(nameof(channel))).CreateCallInvoker(), remoteName)
+    {
+    }
+
+    /// <summary>Creates a destination over a call invoker (for example a channel with interceptors).</summary>
+    /// <param name="callInvoker">The call invoker; the caller owns its channel.</param>
+    /// <param name="remoteName">The DARQ's name on that server; <see langword="null"/> for the destination name the OUT message carries.</param>
+    public GrpcDarqDestination(CallInvoker callInvoker, string? remoteName = null)
+    {
+        ArgumentNullException.ThrowIfNull(callInvoker);
+        if (remoteName is not null)
+        {
+            ArgumentException.ThrowIfNullOrEmpty(remoteName);
+        }
+
+        _client = new DarqService.DarqServiceClient(callInvoker);
+        _remoteName = remoteName;
+    }
+
+    /// <summary>How long one delivery attempt may take before it counts as failed (and is retried). Default 30 s.</summary>
+    public TimeSpan AttemptTimeout { get; init; } = TimeSpan.FromSeconds(30);
+
+    /// <inheritdoc />
+    public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var request = new DeliverRequest
+        {
+            Darq = _remoteName ?? delivery.Destination,
+            Source = delivery.Source,
+            SourceLsn = delivery.SourceLsn,
+            Payload = ByteString.CopyFrom(delivery.Payload.Span),
+        };
+        await _client.DeliverAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+    }
+}

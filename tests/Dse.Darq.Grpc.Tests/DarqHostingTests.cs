@@ -1,0 +1,185 @@
+using System.Net;
+using Dse.Storage;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+using Grpc.Net.Client;
+
+namespace Dse.Darq.Grpc.Tests;
+
+public sealed class DarqHostingTests
+{
+    [Fact]
+    public async Task AddDarq_HostStartAndStop_OpensServesDeliversAndCloses()
+    {
+        var (app, address) = await StartAsync(services =>
+        {
+            services.AddDarq("orders", options => InMemory(options));
+            services.AddDarq("billing", options => InMemory(options));
+        });
+        Darq orders;
+        Darq billing;
+        await using (app)
+        {
+            var resolver = app.Services.GetRequiredService<IDarqResolver>();
+            orders = Assert.IsType<Darq>(resolver.Resolve("orders"));
+            billing = Assert.IsType<Darq>(resolver.Resolve("billing"));
+            Assert.Equal("orders", orders.Name);
+            var billed = await billing.RegisterProcessorAsync();
+
+            using var channel = GrpcChannel.ForAddress(address);
+            await new RemoteDarqProducer(channel, "orders", producerId: 1).EnqueueAsync("order-1".Bytes());
+            using var processor = await RemoteDarqProcessor.RegisterAsync(channel, "orders");
+            await using var messages = processor.ReadAllAsync().GetAsyncEnumerator();
+            var order = (await messages.TakeAsync(1))[0];
+            var step = await processor.StepAsync(new DarqStep().Consume(order).AddOut("billing", "bill-1".Bytes()), waitDurable: true);
+
+            // The host's DARQs deliver to each other in process.
+            await orders.WaitForDeliveredAsync(step.OutLsns[0]).AsTask().WaitAsync(TestText.Timeout);
+            Assert.True(billed.Messages.TryRead(out var bill));
+            Assert.Equal("bill-1", bill.Text());
+
+            await app.StopAsync();
+            Assert.Null(resolver.Resolve("orders"));
+            Assert.Null(resolver.Resolve("billing"));
+        }
+
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => orders.CommitAsync().AsTask());
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => billing.CommitAsync().AsTask());
+    }
+
+    [Fact]
+    public async Task AddRemoteDestination_TwoHosts_DeliversOutMessagesOverGrpc()
+    {
+        var (billingHost, billingAddress) = await StartAsync(services => services.AddDarq("billing", options => InMemory(options)));
+        await using (billingHost)
+        {
+            var (ordersHost, _) = await StartAsync(services =>
+                services.AddDarq("orders", options => InMemory(options)).AddRemoteDestination("invoices", billingAddress, remoteName: "billing"));
+            await using (ordersHost)
+            {
+                var billing = billingHost.Services.GetRequiredService<IDarqResolver>().Resolve("billing")!;
+                var orders = ordersHost.Services.GetRequiredService<IDarqResolver>().Resolve("orders")!;
+                var billed = await billing.RegisterProcessorAsync();
+                var processor = await orders.RegisterProcessorAsync();
+                await orders.EnqueueAsync("order-1".Bytes());
+                Assert.True(processor.Messages.TryRead(out var order));
+
+                var step = await processor.StepAsync(new DarqStep().Consume(order).AddOut("invoices", "bill-1".Bytes()));
+                await orders.CommitAsync();
+                await orders.WaitForDeliveredAsync(step.OutLsns[0]).AsTask().WaitAsync(TestText.Timeout);
+
+                Assert.True(billed.Messages.TryRead(out var bill));
+                Assert.Equal("bill-1", bill.Text());
+                Assert.False(billed.Messages.TryRead(out _));
+            }
+        }
+    }
+
+    [Fact]
+    public async Task AddDarq_WithoutDevices_FailsTheStartNamingTheDarqAndOption()
+    {
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
+        builder.Services.AddDarq("orders", options => options.LogDevice = DseDevices.CreateInMemory());
+        await using var app = builder.Build();
+        app.MapDarqService();
+
+        var error = await Assert.ThrowsAsync<OptionsValidationException>(() => app.StartAsync());
+
+        Assert.Contains("DARQ 'orders': DarqOptions.CommitDevice is required", error.Message, StringComparison.Ordinal);
+        Assert.Null(app.Services.GetRequiredService<IDarqResolver>().Resolve("orders"));
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task AddDarq_CorruptCommittedEntry_FailsTheStartNamingTheDarq()
+    {
+        var storage = new TestStorage("orders");
+        await using (var darq = await storage.OpenAsync())
+        {
+            await darq.EnqueueAsync("a-perfectly-good-payload".Bytes());
+            await darq.CommitAsync();
+        }
+
+        storage.CorruptPayload("perfectly-good");
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
+        builder.Services.AddDarq("orders", options =>
+        {
+            var stored = storage.Options();
+            (options.LogDevice, options.CommitDevice) = (stored.LogDevice, stored.CommitDevice);
+            (options.PageSize, options.MemorySize, options.SegmentSize) = (stored.PageSize, stored.MemorySize, stored.SegmentSize);
+            (options.MaxMessageSize, options.MaxProducers) = (stored.MaxMessageSize, stored.MaxProducers);
+        });
+        await using var app = builder.Build();
+        app.MapDarqService();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.StartsWith("DARQ 'orders' could not open:", error.Message, StringComparison.Ordinal);
+        Assert.IsType<InvalidDataException>(error.InnerException);
+        Assert.Null(app.Services.GetRequiredService<IDarqResolver>().Resolve("orders"));
+    }
+
+    [Fact]
+    public void AddDarq_SameNameTwice_RegistersOneDarqWithBothCallbacks()
+    {
+        var services = new ServiceCollection();
+        services.AddLogging();
+        services.AddDarq("orders", options => InMemory(options));
+        var builder = services.AddDarq("orders", options => options.MaxProducers = 3);
+
+        using var provider = services.BuildServiceProvider();
+        var options = provider.GetRequiredService<IOptionsMonitor<DarqOptions>>().Get("orders");
+
+        Assert.Equal("orders", builder.Name);
+        Assert.Equal("orders", options.Name);
+        Assert.Equal(3, options.MaxProducers);
+        Assert.NotNull(options.LogDevice);
+        Assert.Single(provider.GetServices<Microsoft.Extensions.Hosting.IHostedService>());
+    }
+
+    [Fact]
+    public void AddRemoteDestination_RelativeAddress_IsRefusedNamingIt()
+    {
+        var builder = new ServiceCollection().AddDarq("orders", options => InMemory(options));
+
+        var error = Assert.Throws<ArgumentException>(() => builder.AddRemoteDestination("billing", new Uri("/billing", UriKind.Relative)));
+
+        Assert.Contains("'billing'", error.Message, StringComparison.Ordinal);
+    }
+
+    private static void InMemory(DarqOptions options)
+    {
+        options.LogDevice = DseDevices.CreateInMemory();
+        options.CommitDevice = DseDevices.CreateInMemory();
+        options.PageSize = TestStorage.PageSize;
+        options.MemorySize = 4 * TestStorage.PageSize;
+        options.SegmentSize = 2 * TestStorage.PageSize;
+        options.MaxMessageSize = TestStorage.MaxMessageSize;
+        options.DeliveryRetryMaxDelay = TimeSpan.FromMilliseconds(100);
+    }
+
+    private static async Task<(WebApplication App, Uri Address)> StartAsync(Action<IServiceCollection> configure)
+    {
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
+        builder.Logging.ClearProviders();
+        ListenOptions? endpoint = null;
+        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen =>
+        {
+            listen.Protocols = HttpProtocols.Http2;
+            endpoint = listen;
+        }));
+        configure(builder.Services);
+        var app = builder.Build();
+        app.MapDarqService();
+        await app.StartAsync();
+        return (app, new Uri($"http://127.0.0.1:{((IPEndPoint)endpoint!.EndPoint).Port}"));
+    }
+}

@@ -1,0 +1,198 @@
+using Grpc.Core;
+
+namespace Dse.Darq.Grpc.Tests;
+
+public sealed class RemoteProcessorTests
+{
+    [Fact]
+    public async Task ReadAllAsync_AfterRegistration_ReplaysThenStreamsLiveMessages()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 1);
+        var a = await producer.EnqueueAsync("a".Bytes());
+        var b = await producer.EnqueueAsync("b".Bytes());
+
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var messages = processor.ReadAllAsync().GetAsyncEnumerator();
+        var replay = await messages.TakeAsync(2);
+        var c = await producer.EnqueueAsync("c".Bytes());
+        var live = await messages.TakeAsync(1);
+
+        Assert.Equal(1, processor.Incarnation);
+        Assert.Equal(2, processor.ReplayCount);
+        Assert.Equal([(a.Lsn, "a", true), (b.Lsn, "b", true)], replay.Select(m => (m.Lsn, m.Text(), m.IsReplay)));
+        Assert.All(replay, m => Assert.Equal(DarqMessageKind.In, m.Kind));
+        Assert.Equal((c.Lsn, "c", false), (live[0].Lsn, live[0].Text(), live[0].IsReplay));
+    }
+
+    [Fact]
+    public async Task StepAsync_ThenReregister_ReplaysSelfFirstThenUnconsumedIn()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 1);
+        await producer.EnqueueAsync("a".Bytes());
+        await producer.EnqueueAsync("b".Bytes());
+
+        long selfLsn;
+        using (var first = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders"))
+        {
+            await using var messages = first.ReadAllAsync().GetAsyncEnumerator();
+            var replay = await messages.TakeAsync(2);
+            var done = await first.StepAsync(new DarqStep().Consume(replay[0]).AddSelf("state-1".Bytes()), waitDurable: true);
+            selfLsn = Assert.Single(done.SelfLsns);
+            Assert.True(darq.CommittedUntilAddress >= done.DurableAt);
+        }
+
+        using var second = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var again = second.ReadAllAsync().GetAsyncEnumerator();
+        var replayed = await again.TakeAsync(2);
+
+        Assert.Equal(2, second.Incarnation);
+        Assert.Equal([(selfLsn, DarqMessageKind.Self, "state-1"), (replayed[1].Lsn, DarqMessageKind.In, "b")],
+            replayed.Select(m => (m.Lsn, m.Kind, m.Text())));
+    }
+
+    [Fact]
+    public async Task StepAsync_ConsumedTwice_IsRejectedWithTheReasonAndChangesNothing()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 1);
+        var a = await producer.EnqueueAsync("a".Bytes());
+        var b = await producer.EnqueueAsync("b".Bytes());
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await processor.StepAsync(new DarqStep().Consume(a.Lsn));
+        long tail = darq.TailAddress;
+
+        var again = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.StepAsync(new DarqStep().Consume(b.Lsn).Consume(a.Lsn).AddSelf("x".Bytes())));
+        var twice = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.StepAsync(new DarqStep().Consume(b.Lsn).Consume(b.Lsn)));
+        var unknown = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.StepAsync(new DarqStep().Consume(a.Lsn + 1)));
+
+        Assert.Equal((a.Lsn, DarqStepRejection.AlreadyConsumed), (again.Lsn, again.Reason));
+        Assert.Equal((b.Lsn, DarqStepRejection.ConsumedTwiceInStep), (twice.Lsn, twice.Reason));
+        Assert.Equal(DarqStepRejection.UnknownMessage, unknown.Reason);
+        Assert.Equal(new DarqStepRejectedException("orders", a.Lsn, DarqStepRejection.AlreadyConsumed).Message, again.Message);
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(1, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    public async Task StepAsync_AfterASecondRegistration_IsStaleAndTheOldStreamEnds()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var a = await new RemoteDarqProducer(server.Channel, "orders", producerId: 1).EnqueueAsync("a".Bytes());
+        using var first = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var firstMessages = first.ReadAllAsync().GetAsyncEnumerator();
+        await firstMessages.TakeAsync(1);
+
+        using var second = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        long tail = darq.TailAddress;
+
+        var ended = await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => firstMessages.MoveNextAsync().AsTask().WaitAsync(TestText.Timeout));
+        var refused = await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => first.StepAsync(new DarqStep().Consume(a.Lsn)));
+
+        Assert.Equal((1, 2), (ended.Incarnation, ended.CurrentIncarnation));
+        Assert.Equal((1, 2), (refused.Incarnation, refused.CurrentIncarnation));
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(1, darq.UnconsumedCount);
+
+        // The new processor steps the message the old one could not.
+        await second.StepAsync(new DarqStep().Consume(a.Lsn));
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    public async Task StepAsync_MalformedSteps_AreInvalidArgumentAndChangeNothing()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var a = await new RemoteDarqProducer(server.Channel, "orders", producerId: 1).EnqueueAsync("a".Bytes());
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        long tail = darq.TailAddress;
+
+        var empty = await Assert.ThrowsAsync<RpcException>(() => processor.StepAsync(new DarqStep()));
+        var oversized = await Assert.ThrowsAsync<RpcException>(() =>
+            processor.StepAsync(new DarqStep().Consume(a.Lsn).AddSelf(new byte[TestStorage.MaxMessageSize + 1])));
+        var longName = await Assert.ThrowsAsync<RpcException>(() =>
+            processor.StepAsync(new DarqStep().Consume(a.Lsn).AddOut(new string('d', 300), "x".Bytes())));
+
+        Assert.All([empty, oversized, longName], e => Assert.Equal(StatusCode.InvalidArgument, e.StatusCode));
+        Assert.Contains("at least one message", empty.Status.Detail, StringComparison.Ordinal);
+        Assert.Contains("MaxMessageSize", oversized.Status.Detail, StringComparison.Ordinal);
+        Assert.Contains("destination name", longName.Status.Detail, StringComparison.Ordinal);
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(1, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    public async Task RegisterAsync_UnknownDarq_IsNotFound()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+
+        var error = await Assert.ThrowsAsync<RpcException>(() => RemoteDarqProcessor.RegisterAsync(server.Channel, "nope"));
+
+        Assert.Equal(StatusCode.NotFound, error.StatusCode);
+        Assert.Contains("'nope'", error.Status.Detail, StringComparison.Ordinal);
+        Assert.Equal(0, darq.Incarnation);
+    }
+
+    [Fact]
+    public async Task ReadAllAsync_DarqCloses_EndsWithUnavailable()
+    {
+        var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var messages = processor.ReadAllAsync().GetAsyncEnumerator();
+
+        await darq.DisposeAsync();
+        var error = await Assert.ThrowsAsync<RpcException>(() => messages.MoveNextAsync().AsTask().WaitAsync(TestText.Timeout));
+
+        Assert.Equal(StatusCode.Unavailable, error.StatusCode);
+        Assert.Contains("closed", error.Status.Detail, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Dispose_ClientCancelsTheStream_ServerStopsReadingAndTheRegistrationStands()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 1);
+        await producer.EnqueueAsync("a".Bytes());
+        var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using (var messages = processor.ReadAllAsync().GetAsyncEnumerator())
+        {
+            await messages.TakeAsync(1);
+        }
+
+        processor.Dispose();
+        await server.Logs.WaitForAsync(4101, "the client cancelled").WaitAsync(TestText.Timeout);
+
+        // Nothing was consumed and nobody newer registered: the DARQ still has incarnation 1 and the message.
+        Assert.Equal(1, darq.Incarnation);
+        Assert.Equal(1, darq.UnconsumedCount);
+        await producer.EnqueueAsync("b".Bytes());
+        using var next = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var again = next.ReadAllAsync().GetAsyncEnumerator();
+        Assert.Equal(["a", "b"], (await again.TakeAsync(2)).Select(m => m.Text()));
+    }
+
+    [Fact]
+    public async Task ReadAllAsync_ServerStops_EndsWithUnavailableWithoutHoldingTheShutdown()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var messages = processor.ReadAllAsync().GetAsyncEnumerator();
+        var next = messages.MoveNextAsync().AsTask();
+
+        await server.StopAsync().WaitAsync(TestText.Timeout);
+        var error = await Assert.ThrowsAsync<RpcException>(() => next.WaitAsync(TestText.Timeout));
+
+        Assert.Equal(StatusCode.Unavailable, error.StatusCode);
+        await server.Logs.WaitForAsync(4101, "the server is stopping").WaitAsync(TestText.Timeout);
+    }
+}
