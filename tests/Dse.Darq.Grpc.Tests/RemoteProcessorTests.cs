@@ -195,4 +195,26 @@ public sealed class RemoteProcessorTests
         Assert.Equal(StatusCode.Unavailable, error.StatusCode);
         await server.Logs.WaitForAsync(4101, "the server is stopping").WaitAsync(TestText.Timeout);
     }
+
+    [Fact]
+    public async Task StepAsync_WithActivity_IsRecordedAsAnActivityAndReplayedAsOne()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var a = await new RemoteDarqProducer(server.Channel, "orders", producerId: 1).EnqueueAsync("a".Bytes());
+        long activityLsn;
+        using (var first = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders"))
+        {
+            var done = await first.StepAsync(new DarqStep().Consume(a.Lsn).AddSelf("state".Bytes()).AddActivity("charge", "42".Bytes()));
+            activityLsn = done.SelfLsns[1];
+        }
+
+        using var second = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var replay = second.ReadAllAsync().GetAsyncEnumerator();
+        var messages = await replay.TakeAsync(2);
+
+        Assert.Equal([DarqMessageKind.Self, DarqMessageKind.Activity], messages.Select(m => m.Kind));
+        var activity = DarqActivity.FromMessage(messages[1], "orders");
+        Assert.Equal((activityLsn, "charge", "42"), (activity.Lsn, activity.Name, System.Text.Encoding.UTF8.GetString(activity.Input.Span)));
+    }
 }

@@ -149,13 +149,20 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         for (int i = 0; i < request.SelfMessages.Count; i++)
         {
             var self = request.SelfMessages[i];
-            if (self.Activity.Length != 0)
+            if (self.Activity.Length == 0)
             {
-                throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
-                    $"self_messages[{i}] is activity '{self.Activity}'; this server does not take activities over gRPC."));
+                step.AddSelf(self.Payload.Memory);
+                continue;
             }
 
-            step.AddSelf(self.Payload.Memory);
+            try
+            {
+                step.AddActivity(self.Activity, self.Payload.Memory);
+            }
+            catch (ArgumentException e)
+            {
+                throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"self_messages[{i}].activity: {e.Message}"));
+            }
         }
 
         for (int i = 0; i < request.OutMessages.Count; i++)

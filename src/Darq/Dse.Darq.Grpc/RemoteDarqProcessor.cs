@@ -146,9 +146,19 @@ public sealed class RemoteDarqProcessor : IDisposable
         ArgumentNullException.ThrowIfNull(step);
         var request = new StepRequest { Darq = Darq, Incarnation = Incarnation, WaitDurable = waitDurable };
         request.Consumed.Add(step.Consumed);
-        foreach (var payload in step.SelfMessages)
+        for (int i = 0; i < step.SelfMessages.Count; i++)
         {
-            request.SelfMessages.Add(new SelfMessage { Payload = ByteString.CopyFrom(payload.Span) });
+            var payload = step.SelfMessages[i];
+            if (step.IsActivity(i))
+            {
+                // An activity travels as its name and input; the server records it with DarqStep.AddActivity again.
+                var activity = DarqActivity.FromMessage(new DarqMessage(0, DarqMessageKind.Activity, payload, IsReplay: false), Darq);
+                request.SelfMessages.Add(new SelfMessage { Payload = ByteString.CopyFrom(activity.Input.Span), Activity = activity.Name });
+            }
+            else
+            {
+                request.SelfMessages.Add(new SelfMessage { Payload = ByteString.CopyFrom(payload.Span) });
+            }
         }
 
         foreach (var message in step.OutMessages)
