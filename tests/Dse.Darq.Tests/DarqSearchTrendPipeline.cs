@@ -199,9 +199,9 @@ internal sealed class DarqSearchTrendPipeline
                         break;
                     }
                 }
-                catch (ObjectDisposedException)
+                catch (Exception) when (generation.Crashed)
                 {
-                    // Crashed and closed under us: resend the batch to the new instance.
+                    // Crashed and closed under us (whatever the closed log threw): resend the batch to the new instance.
                 }
             }
         }
@@ -390,9 +390,10 @@ internal sealed class DarqSearchTrendPipeline
                     }
                 }
             }
-            catch (Exception e) when (e is OperationCanceledException or DarqStaleIncarnationException or ObjectDisposedException)
+            catch (Exception e) when (e is OperationCanceledException or DarqStaleIncarnationException or ObjectDisposedException
+                                      || _abandon.IsCancellationRequested)
             {
-                // Abandoned, superseded or crashed: this loop's work is over.
+                // Abandoned, superseded or crashed (a crash abandons the loop before closing the DARQ): its work is over.
             }
         }
 
