@@ -8,7 +8,6 @@ namespace Dse.Darq.Tests;
 /// failure-free result exactly (every window once, in order, with its counts, and the same alerts).
 /// </summary>
 [Trait("Category", "Recovery")]
-[Trait("Category", "Simulation")]
 public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
 {
     private const int Events = 6000;
