@@ -1,0 +1,139 @@
+using System.Diagnostics;
+
+namespace Dse.Darq.Tests;
+
+/// <summary>
+/// The <c>Dse.Darq.TestHost</c> program as a child process (<c>dotnet exec</c>): each standard output line goes to a
+/// callback, in order; standard error is kept for failure messages. Disposing kills the process if it still runs.
+/// </summary>
+internal sealed class DarqHostProcess : IAsyncDisposable
+{
+    private static readonly TimeSpan ExitTimeout = TimeSpan.FromSeconds(30);
+
+    private readonly Process _process;
+    private readonly Task _outputPump;
+    private readonly Task<string> _errors;
+
+    private DarqHostProcess(Process process, Action<string> onLine)
+    {
+        _process = process;
+        _errors = process.StandardError.ReadToEndAsync();
+        _outputPump = PumpAsync(process, onLine);
+    }
+
+    /// <summary>Completes once the process exited and every output line was handled.</summary>
+    public Task Completion => Task.WhenAll(_process.WaitForExitAsync(), _outputPump);
+
+    public int ExitCode => _process.ExitCode;
+
+    /// <summary>Starts the host with <paramref name="arguments"/>; <paramref name="onLine"/> sees each output line.</summary>
+    public static DarqHostProcess Start(IEnumerable<string> arguments, Action<string> onLine)
+    {
+        var start = new ProcessStartInfo(DotnetMuxer())
+        {
+            RedirectStandardInput = true,
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+        };
+        start.ArgumentList.Add("exec");
+        start.ArgumentList.Add(HostAssembly());
+        foreach (string argument in arguments)
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        return new DarqHostProcess(Process.Start(start) ?? throw new InvalidOperationException("Could not start the DARQ test host."), onLine);
+    }
+
+    /// <summary>Writes a line to standard input (for <c>--paced</c>: one more batch); false once the process is gone.</summary>
+    public bool TryWriteLine(string line)
+    {
+        lock (_process)
+        {
+            try
+            {
+                _process.StandardInput.WriteLine(line);
+                _process.StandardInput.Flush();
+                return true;
+            }
+            catch (Exception e) when (e is IOException or InvalidOperationException or ObjectDisposedException)
+            {
+                return false;
+            }
+        }
+    }
+
+    /// <summary>SIGKILL (no dispose, no finalizers: a crash); waits until it is gone and its output is drained.</summary>
+    public async Task KillHardAsync()
+    {
+        _process.Kill(entireProcessTree: true);
+        await Completion.WaitAsync(ExitTimeout);
+    }
+
+    /// <summary>The exit state and standard error, for failure messages (only once the process exited).</summary>
+    public string Describe() => _process.HasExited
+        ? $"exit code {_process.ExitCode}; standard error:\n{(_errors.IsCompleted ? _errors.Result : "(not drained)")}"
+        : "still running";
+
+    public async ValueTask DisposeAsync()
+    {
+        try
+        {
+            if (!_process.HasExited)
+            {
+                _process.Kill(entireProcessTree: true);
+            }
+
+            await Completion.WaitAsync(ExitTimeout);
+        }
+        catch (Exception e) when (e is InvalidOperationException or TimeoutException)
+        {
+            // Dispose must not hide the test's own failure; the process was killed or never ran.
+        }
+        finally
+        {
+            _process.Dispose();
+        }
+    }
+
+    private static async Task PumpAsync(Process process, Action<string> onLine)
+    {
+        while (await process.StandardOutput.ReadLineAsync() is { } line)
+        {
+            onLine(line);
+        }
+    }
+
+    /// <summary>The host's build output next to this assembly's: tests/Dse.Darq.TestHost/bin/{configuration}/{framework}.</summary>
+    private static string HostAssembly()
+    {
+        var output = new DirectoryInfo(AppContext.BaseDirectory.TrimEnd(Path.DirectorySeparatorChar));
+        string framework = output.Name;
+        string configuration = output.Parent?.Name ?? string.Empty;
+        var root = output;
+        while (root is not null && !File.Exists(Path.Combine(root.FullName, "Dse.sln")))
+        {
+            root = root.Parent;
+        }
+
+        string path = Path.Combine(root?.FullName ?? ".", "tests", "Dse.Darq.TestHost", "bin", configuration, framework, "Dse.Darq.TestHost.dll");
+        return File.Exists(path)
+            ? path
+            : throw new FileNotFoundException($"The DARQ test host is not built at {path}; build it with 'dotnet build tests/Dse.Darq.TestHost -c {configuration}'.", path);
+    }
+
+    private static string DotnetMuxer()
+    {
+        string? host = Environment.GetEnvironmentVariable("DOTNET_HOST_PATH");
+        if (!string.IsNullOrEmpty(host) && File.Exists(host))
+        {
+            return host;
+        }
+
+        string? self = Environment.ProcessPath;
+        return self is not null && Path.GetFileNameWithoutExtension(self).Equals("dotnet", StringComparison.OrdinalIgnoreCase)
+            ? self
+            : OperatingSystem.IsWindows() ? "dotnet.exe" : "dotnet";
+    }
+}
