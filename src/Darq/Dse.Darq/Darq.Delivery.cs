@@ -96,7 +96,12 @@ public sealed partial class Darq
         return _options.CommitInterval == Timeout.InfiniteTimeSpan ? CommitAsync(cancellationToken) : WaitForCommitAsync(address, cancellationToken);
     }
 
-    private void SignalDelivery() => _deliverySignal.Writer.TryWrite(true);
+    /// <summary>Called after every commit: wakes the delivery loop, and (speculation off) releases newly committed messages to the processor.</summary>
+    private void SignalDelivery()
+    {
+        _deliverySignal.Writer.TryWrite(true);
+        Volatile.Read(ref _processor)?.ReleaseCommitted();
+    }
 
     /// <summary>Wakes waiters of <see cref="WaitForDeliveredAsync"/>; call under the gate.</summary>
     private void PulseDeliveryProgress()

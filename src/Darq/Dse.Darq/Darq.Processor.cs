@@ -31,7 +31,7 @@ public sealed partial class Darq
                 selfCount += message.Kind == DarqMessageKind.Self ? 1 : 0;
             }
 
-            processor = new DarqProcessor(this, incarnation, _unconsumed.Count);
+            processor = new DarqProcessor(this, incarnation, _unconsumed.Count, holdUncommitted: _options.Speculation == DarqSpeculationMode.Off);
             foreach (var kind in (ReadOnlySpan<DarqMessageKind>)[DarqMessageKind.Self, DarqMessageKind.In])
             {
                 foreach (var (lsn, message) in _unconsumed)

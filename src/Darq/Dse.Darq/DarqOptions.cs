@@ -59,6 +59,13 @@ public sealed class DarqOptions
     /// <summary>The longest delay between delivery retries. Default 1 s; at least <see cref="DeliveryRetryMinDelay"/>.</summary>
     public TimeSpan DeliveryRetryMaxDelay { get; set; } = TimeSpan.FromSeconds(1);
 
+    /// <summary>
+    /// How far the DARQ runs ahead of persistence: <see cref="DarqSpeculationMode.Off"/> (the baseline: nothing is seen or
+    /// sent before it is committed), <see cref="DarqSpeculationMode.IntraParticipant"/> (the default: the processor sees
+    /// uncommitted IN messages) or <see cref="DarqSpeculationMode.General"/> (LibDse).
+    /// </summary>
+    public DarqSpeculationMode Speculation { get; set; } = DarqSpeculationMode.IntraParticipant;
+
     /// <summary>The clock of the background commit and delivery loops. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
@@ -106,6 +113,10 @@ public sealed class DarqOptions
         }
 
         ArgumentNullException.ThrowIfNull(TimeProvider);
+        if (!Enum.IsDefined(Speculation))
+        {
+            throw new ArgumentOutOfRangeException(nameof(Speculation), Speculation, "DarqOptions.Speculation must be Off, IntraParticipant or General.");
+        }
     }
 
     private static void RequirePowerOfTwo(long value, long minimum, string name)
