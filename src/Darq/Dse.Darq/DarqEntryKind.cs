@@ -9,4 +9,7 @@ internal enum DarqEntryKind : byte
     Completion = 4,
     Register = 5,
     Ack = 6,
+
+    /// <summary>General speculation: a restore voided the log from an address up to this entry.</summary>
+    Rollback = 8,
 }
