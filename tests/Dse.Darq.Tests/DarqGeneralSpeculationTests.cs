@@ -188,6 +188,39 @@ public sealed class DarqGeneralSpeculationTests
     }
 
     [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Truncate_ConsumedInUncommittedVersion_KeptForTheRollback()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        var coordinator = new ClusterCoordinator();
+        var aStorage = new DarqTestStorage();
+        await using var b = await new DarqTestStorage().OpenAsync(General("b", 2, coordinator));
+        var first = await b.EnqueueAsync("m1".Bytes(), guard.Token);
+        await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await b.DseStateObject.WaitForCommitAsync(1, 0, guard.Token);
+
+        await using (var a = await aStorage.OpenAsync(General("a", 1, coordinator)))
+        {
+            // B's next version consumes m1 and depends on A's version that never persists.
+            await a.EnqueueAsync("x".Bytes(), guard.Token);
+            await a.DseStateObject!.StartLocalActionAsync(guard.Token);
+            var fromA = a.DseStateObject.EndAction();
+            await b.ReceiveSpeculativeAsync(new DarqDelivery("a", 1, "b", "from-a".Bytes()) { DseHeader = fromA.ToArray() }, guard.Token);
+            var processor = await b.RegisterProcessorAsync(guard.Token);
+            await processor.StepAsync(new DarqStep().Consume(first.Lsn), guard.Token);
+            await b.DseStateObject.AdvanceVersionAsync(guard.Token);
+
+            // m1 is consumed, but the version that consumed it may still roll back: truncation must keep it.
+            Assert.True(await b.TruncateAsync(guard.Token) <= first.Lsn);
+            aStorage.CrashNow();
+        }
+
+        await using var a2 = await aStorage.OpenAsync(General("a", 1, coordinator));
+        await b.DseStateObject.RefreshAsync(guard.Token);
+        Assert.Equal(["m1"], (await b.RegisterProcessorAsync(guard.Token)).Drain().Select(m => m.Text()));
+    }
+
+    [Fact]
     public async Task Open_GeneralWithoutCoordinator_ThrowsNamingTheOption()
     {
         var storage = new DarqTestStorage();
