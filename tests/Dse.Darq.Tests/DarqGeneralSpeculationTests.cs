@@ -221,6 +221,42 @@ public sealed class DarqGeneralSpeculationTests
     }
 
     [Fact]
+    public async Task Deliver_PlainDeliveryIntoGeneralDarq_AcknowledgedOnlyOnceCommittedByCoordinator()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        var coordinator = new ClusterCoordinator();
+        var registry = new DarqDestinationRegistry();
+        await using var b = await new DarqTestStorage().OpenAsync(General("b", 2, coordinator));
+        registry.Add(b);
+
+        // A non-speculative source: its acknowledgement is a barrier, not just an append.
+        var delivery = registry.Resolve("b")!.DeliverAsync(new DarqDelivery("plain", 1, "b", "x".Bytes()), guard.Token).AsTask();
+        var processor = await b.RegisterProcessorAsync(guard.Token);
+        Assert.Equal("x", (await processor.Messages.ReadAsync(guard.Token)).Text());
+        Assert.False(delivery.IsCompleted);
+
+        await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await delivery;
+        Assert.True(b.DseStateObject.CommittedVersion >= 1);
+    }
+
+    [Fact]
+    public async Task Receive_MalformedHeader_ThrowsAndChangesNothing()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        var coordinator = new ClusterCoordinator();
+        await using var b = await new DarqTestStorage().OpenAsync(General("b", 2, coordinator));
+        long tail = b.TailAddress;
+
+        await Assert.ThrowsAsync<DseHeaderFormatException>(async () =>
+            await b.ReceiveSpeculativeAsync(new DarqDelivery("a", 1, "b", "x".Bytes()) { DseHeader = new byte[] { 1, 2, 3 } }, guard.Token));
+
+        Assert.Equal(tail, b.TailAddress);
+        Assert.Equal(0, b.UnconsumedCount);
+        Assert.False((await b.ReceiveAsync(new DarqDelivery("a", 1, "b", "x".Bytes()), guard.Token)).IsDuplicate);
+    }
+
+    [Fact]
     public async Task Open_GeneralWithoutCoordinator_ThrowsNamingTheOption()
     {
         var storage = new DarqTestStorage();
