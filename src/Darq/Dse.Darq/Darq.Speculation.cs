@@ -167,6 +167,7 @@ public sealed partial class Darq
         if (!await dse.StartActionAsync(header, cancellationToken).ConfigureAwait(false))
         {
             DarqLog.MessageRefused(_logger, Name, header.WorldLine, dse.WorldLine);
+            DarqInstrumentation.MessagesRefused.Add(1, _tag);
             throw new DarqMessageRefusedException(Name, header.WorldLine, dse.WorldLine);
         }
 
@@ -262,6 +263,7 @@ public sealed partial class Darq
         if (!await dse.StartActionAsync(replyHeader, cancellationToken).ConfigureAwait(false))
         {
             DarqLog.MessageRefused(_logger, Name, replyHeader.WorldLine, dse.WorldLine);
+            DarqInstrumentation.MessagesRefused.Add(1, _tag);
             return false;
         }
 
@@ -468,6 +470,7 @@ public sealed partial class Darq
 
             await WaitForCommitAsync(waitFor, CancellationToken.None).ConfigureAwait(false);
             DarqLog.RolledBack(_logger, Name, version, from, marker);
+            DarqInstrumentation.Rollbacks.Add(1, _tag);
             SignalDelivery();
         }
 

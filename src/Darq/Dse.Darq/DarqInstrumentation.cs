@@ -33,4 +33,10 @@ public static class DarqInstrumentation
 
     /// <summary>Delivery attempts that failed or found no destination (retried).</summary>
     internal static readonly Counter<long> DeliveryFailures = Meter.CreateCounter<long>("dse.darq.delivery.failures", "{attempt}", "OUT delivery attempts that failed or found no destination.");
+
+    /// <summary>General speculation: restores that voided part of the log.</summary>
+    internal static readonly Counter<long> Rollbacks = Meter.CreateCounter<long>("dse.darq.rollbacks", "{rollback}", "Restores that voided the log after a version (general speculation).");
+
+    /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
+    internal static readonly Counter<long> MessagesRefused = Meter.CreateCounter<long>("dse.darq.messages.refused", "{message}", "Messages or acknowledgements refused for a lower world-line (general speculation).");
 }
