@@ -84,7 +84,6 @@ public sealed partial class Darq
 
     private async ValueTask<DarqStepResult> StepCoreAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
     {
-
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {

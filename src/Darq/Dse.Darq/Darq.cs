@@ -136,6 +136,7 @@ public sealed partial class Darq : IAsyncDisposable
             {
                 await darq.ConnectSpeculationAsync(cancellationToken).ConfigureAwait(false);
             }
+
             if (options.CommitInterval != Timeout.InfiniteTimeSpan)
             {
                 darq._commitLoop = darq.RunCommitLoopAsync();
