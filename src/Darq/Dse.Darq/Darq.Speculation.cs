@@ -1,3 +1,5 @@
+using System.Collections.Concurrent;
+
 namespace Dse.Darq;
 
 /// <summary>
@@ -13,6 +15,9 @@ public sealed partial class Darq
 
     /// <summary>General speculation: persisted, unpruned versions, ascending; under the gate.</summary>
     private readonly List<DarqVersionRecord> _versions = [];
+
+    /// <summary>General speculation: the encoded header of the step that appended each pending OUT entry (its vertex), until acknowledged.</summary>
+    private readonly ConcurrentDictionary<long, byte[]> _outHeaders = new();
 
     private DarqStateObject? _dse;
 
@@ -198,7 +203,16 @@ public sealed partial class Darq
 
     private async ValueTask<DarqStepResult> StepInActionAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
     {
-        var (result, _) = await InActionAsync(default, token => StepCoreAsync(incarnation, step, token), cancellationToken).ConfigureAwait(false);
+        var (result, header) = await InActionAsync(default, token => StepCoreAsync(incarnation, step, token), cancellationToken).ConfigureAwait(false);
+        if (result.OutLsns.Count > 0)
+        {
+            var encoded = header.ToArray();
+            foreach (long lsn in result.OutLsns)
+            {
+                _outHeaders[lsn] = encoded;
+            }
+        }
+
         SignalDelivery();
         return result;
     }
@@ -211,8 +225,11 @@ public sealed partial class Darq
     {
         var dse = _dse!;
 
-        // The header is taken inside an action while the entry is still pending, so an entry voided by a restore can
-        // never leave under the new world-line.
+        // The header is the step's vertex when the step recorded it (a restore keeps it only for entries it kept, whose
+        // vertex survived, which the destination's world-line check accepts). Otherwise, for entries recovered from the
+        // log or sent before the step recorded it, the current vertex (never lower, so it only waits longer): taken
+        // inside an action while the entry is still pending, so an entry voided by a restore never leaves under the new
+        // world-line.
         bool stillPending;
         await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
         DseHeader header;
@@ -235,14 +252,17 @@ public sealed partial class Darq
 
         if (!stillPending)
         {
+            _outHeaders.TryRemove(lsn, out _);
             return true;
         }
+
+        byte[] encoded = _outHeaders.TryGetValue(lsn, out var stepHeader) ? stepHeader : header.ToArray();
 
         ReadOnlyMemory<byte> reply;
         DseHeader replyHeader;
         try
         {
-            reply = await destination.DeliverSpeculativeAsync(new DarqDelivery(Name, lsn, pending.Destination, pending.Payload) { DseHeader = header.ToArray() },
+            reply = await destination.DeliverSpeculativeAsync(new DarqDelivery(Name, lsn, pending.Destination, pending.Payload) { DseHeader = encoded },
                 cancellationToken).ConfigureAwait(false);
             replyHeader = reply.IsEmpty ? default : DseHeader.Parse(reply.Span);
         }
@@ -276,6 +296,7 @@ public sealed partial class Darq
             dse.EndAction();
         }
 
+        _outHeaders.TryRemove(lsn, out _);
         return true;
     }
 
@@ -445,6 +466,14 @@ public sealed partial class Darq
                 }
 
                 await RebuildAsync(from).ConfigureAwait(false);
+                foreach (long lsn in _outHeaders.Keys)
+                {
+                    if (!_pendingOut.ContainsKey(lsn))
+                    {
+                        _outHeaders.TryRemove(lsn, out _);
+                    }
+                }
+
                 var cookie = CaptureState().Serialize();
                 pending = _log.CommitStronglyAsync(cookie, -1, CancellationToken.None);
                 _lastCommitTail = waitFor;
