@@ -41,13 +41,17 @@ internal sealed class TestDestinations : IDarqDestinations
     private sealed class Wrapped(TestDestinations owner, IDarqDestination inner) : IDarqDestination
     {
         public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+            => await DeliverSpeculativeAsync(delivery, cancellationToken);
+
+        public async ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
         {
             await owner.Gate.WaitAsync(cancellationToken);
             try
             {
                 Interlocked.Increment(ref owner._attempts);
-                await inner.DeliverAsync(delivery, cancellationToken);
+                var reply = await inner.DeliverSpeculativeAsync(delivery, cancellationToken);
                 Interlocked.Increment(ref owner._acknowledged);
+                return reply;
             }
             catch (Exception) when (!cancellationToken.IsCancellationRequested)
             {

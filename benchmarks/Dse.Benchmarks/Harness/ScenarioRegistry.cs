@@ -13,6 +13,7 @@ public static class ScenarioRegistry
         new DarqProducerScenario(),
         new DarqStepScenario(),
         new DarqLatencyScenario(),
+        new DarqReflectScenario(),
         new InterceptorScenario(),
         new TwoPhaseCommitScenario(),
     ];

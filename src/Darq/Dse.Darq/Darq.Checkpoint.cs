@@ -23,7 +23,7 @@ public sealed partial class Darq
     public ValueTask<DarqCheckpointResult> CheckpointAsync(long incarnation, DarqSnapshot snapshot, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(snapshot);
-        return CheckpointCoreAsync(incarnation, null, null, snapshot, cancellationToken);
+        return CheckpointInActionAsync(incarnation, null, null, snapshot, cancellationToken);
     }
 
     /// <summary>
@@ -50,7 +50,18 @@ public sealed partial class Darq
         }
 
         CheckCheckpointShape(snapshot, replace.Count);
-        return CheckpointCoreAsync(incarnation, replace, snapshot, null, cancellationToken);
+        return CheckpointInActionAsync(incarnation, replace, snapshot, null, cancellationToken);
+    }
+
+    /// <summary>Under general speculation a checkpoint, like a step, is a LibDse action (so it belongs to one version).</summary>
+    private ValueTask<DarqCheckpointResult> CheckpointInActionAsync(long incarnation, IReadOnlyList<long>? replace,
+        IReadOnlyList<ReadOnlyMemory<byte>>? payloads, DarqSnapshot? snapshot, CancellationToken cancellationToken)
+    {
+        return _dse is null ? CheckpointCoreAsync(incarnation, replace, payloads, snapshot, cancellationToken) : InActionCoreAsync();
+
+        async ValueTask<DarqCheckpointResult> InActionCoreAsync() =>
+            (await InActionAsync(default, token => CheckpointCoreAsync(incarnation, replace, payloads, snapshot, token), cancellationToken)
+                .ConfigureAwait(false)).Result;
     }
 
     private async ValueTask<DarqCheckpointResult> CheckpointCoreAsync(long incarnation, IReadOnlyList<long>? replace,

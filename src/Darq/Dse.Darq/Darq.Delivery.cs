@@ -50,8 +50,17 @@ public sealed partial class Darq
     /// messages in LSN order and send the next only after the previous is acknowledged (the delivery loop does): a
     /// message overtaken by a later one would be taken for a duplicate and lost. Gaps in the LSNs are fine.
     /// </remarks>
-    public ValueTask<DarqEnqueueResult> ReceiveAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
-        => EnqueueAsync(SourceProducerId(delivery.Source), delivery.SourceLsn, delivery.Payload, cancellationToken);
+    public async ValueTask<DarqEnqueueResult> ReceiveAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
+    {
+        if (_dse is null)
+        {
+            return await EnqueueAsync(SourceProducerId(delivery.Source), delivery.SourceLsn, delivery.Payload, cancellationToken).ConfigureAwait(false);
+        }
+
+        ArgumentOutOfRangeException.ThrowIfNegative(delivery.SourceLsn);
+        CheckPayload(delivery.Payload.Length, nameof(delivery));
+        return (await ReceiveInActionAsync(delivery, cancellationToken).ConfigureAwait(false)).Result;
+    }
 
     /// <summary>
     /// Waits until an OUT message is acknowledged by its destination (at once when <paramref name="outLsn"/> is no pending
@@ -88,6 +97,12 @@ public sealed partial class Darq
     /// <summary>Makes <paramref name="address"/> durable: commits when there is no group commit, else waits for it.</summary>
     internal ValueTask EnsureDurableAsync(long address, CancellationToken cancellationToken)
     {
+        if (_dse is not null)
+        {
+            // General speculation: a durable acknowledgement waits for the coordinator to commit the version (a barrier).
+            return WaitForRecoverableAsync(address, cancellationToken);
+        }
+
         if (_log.CommittedUntilAddress >= address)
         {
             return ValueTask.CompletedTask;
@@ -96,7 +111,12 @@ public sealed partial class Darq
         return _options.CommitInterval == Timeout.InfiniteTimeSpan ? CommitAsync(cancellationToken) : WaitForCommitAsync(address, cancellationToken);
     }
 
-    private void SignalDelivery() => _deliverySignal.Writer.TryWrite(true);
+    /// <summary>Called after every commit: wakes the delivery loop, and (speculation off) releases newly committed messages to the processor.</summary>
+    private void SignalDelivery()
+    {
+        _deliverySignal.Writer.TryWrite(true);
+        Volatile.Read(ref _processor)?.ReleaseCommitted();
+    }
 
     /// <summary>Wakes waiters of <see cref="WaitForDeliveredAsync"/>; call under the gate.</summary>
     private void PulseDeliveryProgress()
@@ -181,7 +201,7 @@ public sealed partial class Darq
             long committed = _log.CommittedUntilAddress;
             foreach (var entry in _pendingOut)
             {
-                if (entry.Key >= committed)
+                if (entry.Key >= committed && _dse is null)
                 {
                     break;
                 }
@@ -204,6 +224,11 @@ public sealed partial class Darq
             DarqLog.UnknownDestination(_logger, Name, lsn, pending.Destination);
             DarqInstrumentation.DeliveryFailures.Add(1, _tag);
             return false;
+        }
+
+        if (_dse is not null)
+        {
+            return await TryDeliverSpeculativeAsync(destination, lsn, pending, cancellationToken).ConfigureAwait(false);
         }
 
         try

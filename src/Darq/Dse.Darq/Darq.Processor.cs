@@ -12,7 +12,10 @@ public sealed partial class Darq
     /// </summary>
     /// <param name="cancellationToken">Cancels waiting for the gate; once the registration is appended it stands.</param>
     /// <returns>The registered processor.</returns>
-    public async ValueTask<DarqProcessor> RegisterProcessorAsync(CancellationToken cancellationToken = default)
+    public ValueTask<DarqProcessor> RegisterProcessorAsync(CancellationToken cancellationToken = default)
+        => _dse is null ? RegisterProcessorCoreAsync(cancellationToken) : RegisterInActionAsync(cancellationToken);
+
+    private async ValueTask<DarqProcessor> RegisterProcessorCoreAsync(CancellationToken cancellationToken)
     {
         DarqProcessor processor;
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
@@ -31,7 +34,7 @@ public sealed partial class Darq
                 selfCount += message.Kind != DarqMessageKind.In ? 1 : 0;
             }
 
-            processor = new DarqProcessor(this, incarnation, _unconsumed.Count);
+            processor = new DarqProcessor(this, incarnation, _unconsumed.Count, holdUncommitted: _options.Speculation == DarqSpeculationMode.Off);
             // SELF messages (activities are SELF messages too) first, then IN messages, each in LSN order.
             foreach (bool selfPass in (ReadOnlySpan<bool>)[true, false])
             {
@@ -73,11 +76,15 @@ public sealed partial class Darq
     /// <exception cref="ArgumentException">The step is empty, a payload is too large, a destination name is too long, or the step does not fit on one log page.</exception>
     /// <exception cref="DarqStaleIncarnationException">The incarnation is not the current one, or no processor registered with this instance.</exception>
     /// <exception cref="DarqStepRejectedException">A consumed LSN failed validation.</exception>
-    public async ValueTask<DarqStepResult> StepAsync(long incarnation, DarqStep step, CancellationToken cancellationToken = default)
+    public ValueTask<DarqStepResult> StepAsync(long incarnation, DarqStep step, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(step);
         CheckStepShape(step);
+        return _dse is null ? StepCoreAsync(incarnation, step, cancellationToken) : StepInActionAsync(incarnation, step, cancellationToken);
+    }
 
+    private async ValueTask<DarqStepResult> StepCoreAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
+    {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {

@@ -40,6 +40,7 @@ public sealed partial class Darq
 
         _incarnation = state.Incarnation;
         _beginSequence = state.BeginSequence;
+        RecoverSpeculation(state);
         foreach (var (producer, sequence) in state.Producers)
         {
             _producers[producer] = sequence;
@@ -74,6 +75,12 @@ public sealed partial class Darq
                 catch (Exception e) when (e is FasterException or IndexOutOfRangeException or ArgumentException or OverflowException)
                 {
                     throw Corrupt(address, $"FasterLog cannot read the entry: {e.Message}");
+                }
+
+                if (IsVoided(address))
+                {
+                    // A restore voided this entry (general speculation): it never happened.
+                    continue;
                 }
 
                 var span = entry.AsSpan(0, length);
@@ -116,7 +123,7 @@ public sealed partial class Darq
         ref StepStart openStep)
     {
         var body = DarqEntryFormat.Body(entry);
-        if (openStepEntries > 0 && kind is DarqEntryKind.In or DarqEntryKind.Register or DarqEntryKind.Ack)
+        if (openStepEntries > 0 && kind is DarqEntryKind.In or DarqEntryKind.Register or DarqEntryKind.Ack or DarqEntryKind.Rollback)
         {
             throw Corrupt(address, $"a {kind} entry inside a step (after {openStepEntries} SELF/OUT entries without their completion)");
         }
@@ -193,6 +200,14 @@ public sealed partial class Darq
             case DarqEntryKind.Checkpoint:
                 ApplyRecoveredCheckpoint(body, address, openStepEntries, openStep);
                 openStepEntries = 0;
+                break;
+            case DarqEntryKind.Rollback:
+                long voidFrom = BinaryPrimitives.ReadInt64LittleEndian(body[8..]);
+                if (!IsVoided(voidFrom) && voidFrom != address)
+                {
+                    throw Corrupt(address, $"ROLLBACK entry voids from address {voidFrom}, but the commit records no such voided range");
+                }
+
                 break;
             default:
                 long registered = BinaryPrimitives.ReadInt64LittleEndian(body);

@@ -96,7 +96,8 @@ public sealed partial class Darq : IAsyncDisposable
         var logger = loggerFactory?.CreateLogger<Darq>() ?? (ILogger)NullLogger.Instance;
 
         // FasterLog's recovery info (addresses, commit number, iterators) plus the cookie, with room to spare.
-        int maxMetadata = DarqCommitState.MaxSize(options.MaxProducers) + 4096;
+        int maxMetadata = DarqCommitState.MaxSize(options.MaxProducers) + 4096
+            + (options.Speculation == DarqSpeculationMode.General ? DarqCommitState.SpeculationRoom : 0);
         DarqCommitManager commitManager;
         try
         {
@@ -131,6 +132,11 @@ public sealed partial class Darq : IAsyncDisposable
             log = new FasterLog(settings, (ILogger?)null);
             var darq = new Darq(options, log, commitManager, logger);
             await darq.RecoverAsync(cancellationToken).ConfigureAwait(false);
+            if (options.Speculation == DarqSpeculationMode.General)
+            {
+                await darq.ConnectSpeculationAsync(cancellationToken).ConfigureAwait(false);
+            }
+
             if (options.CommitInterval != Timeout.InfiniteTimeSpan)
             {
                 darq._commitLoop = darq.RunCommitLoopAsync();
@@ -187,7 +193,7 @@ public sealed partial class Darq : IAsyncDisposable
     public ValueTask<DarqEnqueueResult> EnqueueAsync(ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default)
     {
         CheckPayload(payload.Length, nameof(payload));
-        return EnqueueCoreAsync(payload, 0, 0, dedup: false, cancellationToken);
+        return _dse is null ? EnqueueCoreAsync(payload, 0, 0, dedup: false, cancellationToken) : EnqueueInActionAsync(payload, 0, 0, dedup: false, cancellationToken);
     }
 
     /// <summary>
@@ -206,7 +212,9 @@ public sealed partial class Darq : IAsyncDisposable
     {
         ArgumentOutOfRangeException.ThrowIfNegative(sequenceNumber);
         CheckPayload(payload.Length, nameof(payload));
-        return EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup: true, cancellationToken);
+        return _dse is null
+            ? EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup: true, cancellationToken)
+            : EnqueueInActionAsync(payload, producerId, sequenceNumber, dedup: true, cancellationToken);
     }
 
     /// <summary>Commits the log up to its current tail, with the DARQ state, and waits until that commit is durable.</summary>
@@ -256,6 +264,12 @@ public sealed partial class Darq : IAsyncDisposable
         }
 
         await _stopping.CancelAsync().ConfigureAwait(false);
+        if (_dse is not null)
+        {
+            // First: no version advance or rollback may run once the log closes.
+            await _dse.DisposeAsync().ConfigureAwait(false);
+        }
+
         foreach (var loop in new[] { _commitLoop, _deliveryLoop })
         {
             try
@@ -348,6 +362,11 @@ public sealed partial class Darq : IAsyncDisposable
             _nextSequence++;
             if (dedup)
             {
+                if (_dse is not null)
+                {
+                    NoteProducerChange(producerId, known ? seen : -1);
+                }
+
                 _producers[producerId] = sequenceNumber;
             }
 
@@ -488,6 +507,8 @@ public sealed partial class Darq : IAsyncDisposable
         NextSequence = _nextSequence,
         BeginSequence = _beginSequence,
         Producers = _producers,
+        Voided = _voided,
+        Versions = _versions,
     };
 
     private async ValueTask<long> TruncateCoreAsync(CancellationToken cancellationToken)
@@ -518,6 +539,7 @@ public sealed partial class Darq : IAsyncDisposable
                 break;
             }
 
+            start = LimitTruncation(start);
             long until = start.Lsn;
             if (until > _log.BeginAddress)
             {

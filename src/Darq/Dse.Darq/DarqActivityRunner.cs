@@ -251,8 +251,13 @@ public sealed class DarqActivityRunner : IAsyncDisposable
         try
         {
             // Only a committed activity runs: the LSN of an entry a crash loses is reused by the next entry appended, and an
-            // external service would take that other activity for this one.
-            if (_darq.CommittedUntilAddress < durableAt)
+            // external service would take that other activity for this one. Under general speculation a committed entry can
+            // still be voided by a rollback (and its LSN reused), so there it must be inside the recoverable boundary.
+            if (_darq.DseStateObject is not null)
+            {
+                await _darq.WaitForRecoverableAsync(durableAt, token).ConfigureAwait(false);
+            }
+            else if (_darq.CommittedUntilAddress < durableAt)
             {
                 await _darq.CommitAsync(token).ConfigureAwait(false);
             }

@@ -10,7 +10,10 @@ namespace Dse.Darq;
 internal sealed class DarqCommitState
 {
     public const uint Magic = 0x5143_5144; // "DQCQ" little-endian
-    public const ushort Version = 1;
+    public const ushort Version = 2;
+
+    /// <summary>The previous layout (no speculation section); still read.</summary>
+    public const ushort Version1 = 1;
     private const int FixedSize = 40;
 
     public long Incarnation { get; init; }
@@ -23,11 +26,32 @@ internal sealed class DarqCommitState
 
     public Dictionary<long, long> Producers { get; init; } = [];
 
-    public static int MaxSize(int maxProducers) => FixedSize + (16 * maxProducers) + 8;
+    /// <summary>General speculation: log ranges [From, Until) a rollback voided; recovery skips them.</summary>
+    public List<(long From, long Until)> Voided { get; init; } = [];
+
+    /// <summary>General speculation: the versions persisted and not yet pruned, ascending.</summary>
+    public List<DarqVersionRecord> Versions { get; init; } = [];
+
+    /// <summary>Room the speculation section may take in a commit record beyond <see cref="MaxSize"/>.</summary>
+    public const int SpeculationRoom = 16 * 1024;
+
+    public static int MaxSize(int maxProducers) => FixedSize + (16 * maxProducers) + 8 + 8;
+
+    private int SpeculationSize()
+    {
+        int size = 8 + (16 * Voided.Count);
+        foreach (var v in Versions)
+        {
+            size += DarqVersionRecord.FixedSize + v.Metadata.Length + (16 * v.Undo.Count);
+        }
+
+        return size;
+    }
 
     public byte[] Serialize()
     {
-        var bytes = new byte[FixedSize + (16 * Producers.Count) + 8];
+        int speculation = SpeculationSize();
+        var bytes = new byte[FixedSize + (16 * Producers.Count) + speculation + 8];
         var span = bytes.AsSpan();
         BinaryPrimitives.WriteUInt32LittleEndian(span, Magic);
         BinaryPrimitives.WriteUInt16LittleEndian(span[4..], Version);
@@ -41,6 +65,22 @@ internal sealed class DarqCommitState
             BinaryPrimitives.WriteInt64LittleEndian(span[offset..], producer);
             BinaryPrimitives.WriteInt64LittleEndian(span[(offset + 8)..], sequence);
             offset += 16;
+        }
+
+        BinaryPrimitives.WriteInt32LittleEndian(span[offset..], Voided.Count);
+        offset += 4;
+        foreach (var (from, until) in Voided)
+        {
+            BinaryPrimitives.WriteInt64LittleEndian(span[offset..], from);
+            BinaryPrimitives.WriteInt64LittleEndian(span[(offset + 8)..], until);
+            offset += 16;
+        }
+
+        BinaryPrimitives.WriteInt32LittleEndian(span[offset..], Versions.Count);
+        offset += 4;
+        foreach (var v in Versions)
+        {
+            offset += v.WriteTo(span[offset..]);
         }
 
         BinaryPrimitives.WriteUInt64LittleEndian(span[offset..], XxHash64.HashToUInt64(span[..offset]));
@@ -57,36 +97,73 @@ internal sealed class DarqCommitState
 
         uint magic = BinaryPrimitives.ReadUInt32LittleEndian(bytes);
         ushort version = BinaryPrimitives.ReadUInt16LittleEndian(bytes[4..]);
-        if (magic != Magic || version != Version)
+        if (magic != Magic || (version != Version && version != Version1))
         {
-            throw Corrupt(where, $"cookie magic 0x{magic:X8} version {version}; this build reads magic 0x{Magic:X8} version {Version}");
+            throw Corrupt(where, $"cookie magic 0x{magic:X8} version {version}; this build reads magic 0x{Magic:X8} versions {Version1} and {Version}");
         }
 
         int count = BinaryPrimitives.ReadInt32LittleEndian(bytes[32..]);
-        if (count < 0 || bytes.Length != FixedSize + (16L * count) + 8)
+        long producersEnd = FixedSize + (16L * count);
+        if (count < 0 || (version == Version1 ? bytes.Length != producersEnd + 8 : bytes.Length < producersEnd + 16))
         {
             throw Corrupt(where, $"the cookie claims {count} producers but has {bytes.Length} bytes");
         }
 
-        int end = FixedSize + (16 * count);
+        int end = bytes.Length - 8;
         if (BinaryPrimitives.ReadUInt64LittleEndian(bytes[end..]) != XxHash64.HashToUInt64(bytes[..end]))
         {
             throw Corrupt(where, "cookie checksum mismatch");
         }
 
         var producers = new Dictionary<long, long>(count);
-        for (int offset = FixedSize; offset < end; offset += 16)
+        for (int offset = FixedSize; offset < producersEnd; offset += 16)
         {
             producers[BinaryPrimitives.ReadInt64LittleEndian(bytes[offset..])] = BinaryPrimitives.ReadInt64LittleEndian(bytes[(offset + 8)..]);
         }
 
-        return new DarqCommitState
+        var state = new DarqCommitState
         {
             Incarnation = BinaryPrimitives.ReadInt64LittleEndian(bytes[8..]),
             NextSequence = BinaryPrimitives.ReadInt64LittleEndian(bytes[16..]),
             BeginSequence = BinaryPrimitives.ReadInt64LittleEndian(bytes[24..]),
             Producers = producers,
         };
+        if (version == Version)
+        {
+            ReadSpeculation(bytes[(int)producersEnd..end], state, where);
+        }
+
+        return state;
+    }
+
+    private static void ReadSpeculation(ReadOnlySpan<byte> section, DarqCommitState state, string where)
+    {
+        int voided = BinaryPrimitives.ReadInt32LittleEndian(section);
+        if (voided < 0 || section.Length < 8 + (16L * voided))
+        {
+            throw Corrupt(where, $"the speculation section claims {voided} voided ranges in {section.Length} bytes");
+        }
+
+        int offset = 4;
+        for (int i = 0; i < voided; i++, offset += 16)
+        {
+            state.Voided.Add((BinaryPrimitives.ReadInt64LittleEndian(section[offset..]), BinaryPrimitives.ReadInt64LittleEndian(section[(offset + 8)..])));
+        }
+
+        int versions = BinaryPrimitives.ReadInt32LittleEndian(section[offset..]);
+        offset += 4;
+        for (int i = 0; i < versions; i++)
+        {
+            var record = DarqVersionRecord.TryRead(section[offset..], out int read)
+                ?? throw Corrupt(where, $"version record {i} of {versions} is truncated");
+            state.Versions.Add(record);
+            offset += read;
+        }
+
+        if (versions < 0 || offset != section.Length)
+        {
+            throw Corrupt(where, $"the speculation section has {section.Length - offset} bytes left over after {versions} versions");
+        }
     }
 
     private static InvalidDataException Corrupt(string where, string detail) => new($"{where}: the commit's DARQ state is corrupt: {detail}.");

@@ -5,4 +5,11 @@ namespace Dse.Darq;
 /// <param name="SourceLsn">The OUT entry's LSN in the source's log: the deduplication sequence number at the destination.</param>
 /// <param name="Destination">The destination name the OUT message carries.</param>
 /// <param name="Payload">The payload bytes.</param>
-public readonly record struct DarqDelivery(string Source, long SourceLsn, string Destination, ReadOnlyMemory<byte> Payload);
+public readonly record struct DarqDelivery(string Source, long SourceLsn, string Destination, ReadOnlyMemory<byte> Payload)
+{
+    /// <summary>
+    /// General speculation: the encoded DSE header of the source's vertex (<see cref="DseHeader.ToArray"/>); the destination
+    /// starts its receive action with it. Empty when the source does not speculate generally.
+    /// </summary>
+    public ReadOnlyMemory<byte> DseHeader { get; init; }
+}

@@ -44,5 +44,8 @@ public sealed class DarqDestinationRegistry : IDarqDestinations
             var result = await darq.ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
             await darq.EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
         }
+
+        public ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+            => darq.ReceiveSpeculativeAsync(delivery, cancellationToken);
     }
 }

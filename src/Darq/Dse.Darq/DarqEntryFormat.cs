@@ -103,6 +103,17 @@ internal static class DarqEntryFormat
         return entry;
     }
 
+    /// <summary>A ROLLBACK entry: a restore to <paramref name="version"/> voided the log from <paramref name="voidFrom"/> up to this entry.</summary>
+    public static byte[] Rollback(long sequence, long version, long voidFrom)
+    {
+        var entry = new byte[HeaderSize + 16];
+        var body = entry.AsSpan(HeaderSize);
+        BinaryPrimitives.WriteInt64LittleEndian(body, version);
+        BinaryPrimitives.WriteInt64LittleEndian(body[8..], voidFrom);
+        Seal(entry, DarqEntryKind.Rollback, 0, sequence);
+        return entry;
+    }
+
     /// <summary>Checks and decodes an entry's header; returns why it is invalid, or <see langword="null"/>.</summary>
     public static string? TryParse(ReadOnlySpan<byte> entry, out DarqEntryKind kind, out ushort flags, out long sequence)
     {
@@ -143,6 +154,7 @@ internal static class DarqEntryFormat
             DarqEntryKind.Register => 8,
             DarqEntryKind.Ack => 8,
             DarqEntryKind.Checkpoint => 16,
+            DarqEntryKind.Rollback => 16,
             _ => -1,
         };
         if (minimumBody < 0)

@@ -12,4 +12,7 @@ internal enum DarqEntryKind : byte
 
     /// <summary>Ends a checkpoint: the SELF messages it replaced (revision 3).</summary>
     Checkpoint = 7,
+
+    /// <summary>General speculation: a restore voided the log from an address up to this entry.</summary>
+    Rollback = 8,
 }

@@ -51,4 +51,10 @@ public static class DarqInstrumentation
 
     /// <summary>Activities completed by a step.</summary>
     internal static readonly Counter<long> ActivityCompletions = Meter.CreateCounter<long>("dse.darq.activity.completions", "{activity}", "Activities completed by a step that consumed them.");
+
+    /// <summary>General speculation: restores that voided part of the log.</summary>
+    internal static readonly Counter<long> Rollbacks = Meter.CreateCounter<long>("dse.darq.rollbacks", "{rollback}", "Restores that voided the log after a version (general speculation).");
+
+    /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
+    internal static readonly Counter<long> MessagesRefused = Meter.CreateCounter<long>("dse.darq.messages.refused", "{message}", "Messages or acknowledgements refused for a lower world-line (general speculation).");
 }

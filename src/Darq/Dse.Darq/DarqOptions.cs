@@ -59,6 +59,22 @@ public sealed class DarqOptions
     /// <summary>The longest delay between delivery retries. Default 1 s; at least <see cref="DeliveryRetryMinDelay"/>.</summary>
     public TimeSpan DeliveryRetryMaxDelay { get; set; } = TimeSpan.FromSeconds(1);
 
+    /// <summary>
+    /// How far the DARQ runs ahead of persistence: <see cref="DarqSpeculationMode.Off"/> (the baseline: nothing is seen or
+    /// sent before it is committed), <see cref="DarqSpeculationMode.IntraParticipant"/> (the default: the processor sees
+    /// uncommitted IN messages) or <see cref="DarqSpeculationMode.General"/> (LibDse; needs <see cref="Dse"/> and <see cref="Coordinator"/>).
+    /// </summary>
+    public DarqSpeculationMode Speculation { get; set; } = DarqSpeculationMode.IntraParticipant;
+
+    /// <summary>
+    /// General speculation: the options of the DARQ's LibDse StateObject (its <see cref="DseOptions.ObjectId"/>, group
+    /// commit period, speculative or not). Required when <see cref="Speculation"/> is <see cref="DarqSpeculationMode.General"/>.
+    /// </summary>
+    public DseOptions? Dse { get; set; }
+
+    /// <summary>General speculation: the coordinator the StateObject connects to when the DARQ opens. Required then.</summary>
+    public IDseCoordinator? Coordinator { get; set; }
+
     /// <summary>The clock of the background commit and delivery loops. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
@@ -106,6 +122,17 @@ public sealed class DarqOptions
         }
 
         ArgumentNullException.ThrowIfNull(TimeProvider);
+        if (!Enum.IsDefined(Speculation))
+        {
+            throw new ArgumentOutOfRangeException(nameof(Speculation), Speculation, "DarqOptions.Speculation must be Off, IntraParticipant or General.");
+        }
+
+        if (Speculation == DarqSpeculationMode.General && (Dse is null || Coordinator is null))
+        {
+            throw new ArgumentException(
+                $"DarqOptions.Speculation General needs DarqOptions.Dse and DarqOptions.Coordinator (missing: {(Dse is null ? "Dse" : "Coordinator")}).",
+                Dse is null ? nameof(Dse) : nameof(Coordinator));
+        }
     }
 
     private static void RequirePowerOfTwo(long value, long minimum, string name)

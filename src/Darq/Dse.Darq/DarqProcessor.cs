@@ -13,9 +13,13 @@ public sealed partial class DarqProcessor
     private readonly Channel<DarqMessage> _messages =
         Channel.CreateUnbounded<DarqMessage>(new UnboundedChannelOptions { SingleReader = true, SingleWriter = false });
 
-    internal DarqProcessor(Darq darq, long incarnation, int replayCount)
+    /// <summary>Speculation off: messages not yet committed, in delivery order, held back until a commit covers them.</summary>
+    private readonly Queue<DarqMessage>? _held;
+
+    internal DarqProcessor(Darq darq, long incarnation, int replayCount, bool holdUncommitted = false)
     {
         _darq = darq;
+        _held = holdUncommitted ? new Queue<DarqMessage>() : null;
         Incarnation = incarnation;
         ReplayCount = replayCount;
     }
@@ -45,7 +49,45 @@ public sealed partial class DarqProcessor
     internal Darq Darq => _darq;
 
     /// <summary>Called under the DARQ's gate, in log order.</summary>
-    internal void Deliver(DarqMessage message) => _messages.Writer.TryWrite(message);
+    internal void Deliver(DarqMessage message)
+    {
+        if (_held is null)
+        {
+            _messages.Writer.TryWrite(message);
+            return;
+        }
+
+        lock (_held)
+        {
+            // Order is kept: once one message waits for its commit, every later one waits behind it.
+            _held.Enqueue(message);
+            ReleaseUnderLock();
+        }
+    }
+
+    /// <summary>Speculation off: hands the processor every held message the log's commit now covers (called after each commit).</summary>
+    internal void ReleaseCommitted()
+    {
+        if (_held is null)
+        {
+            return;
+        }
+
+        lock (_held)
+        {
+            ReleaseUnderLock();
+        }
+    }
+
+    private void ReleaseUnderLock()
+    {
+        // Read under the lock: a commit that lands after this read calls ReleaseCommitted, which runs after us.
+        long committed = _darq.CommittedUntilAddress;
+        while (_held!.TryPeek(out var next) && next.Lsn < committed)
+        {
+            _messages.Writer.TryWrite(_held.Dequeue());
+        }
+    }
 
     internal void Supersede(string darqName, long newIncarnation)
         => _messages.Writer.TryComplete(new DarqStaleIncarnationException(darqName, Incarnation, newIncarnation));

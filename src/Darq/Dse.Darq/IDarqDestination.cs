@@ -11,4 +11,20 @@ public interface IDarqDestination
     /// <param name="cancellationToken">Cancels the delivery; an unacknowledged delivery is retried.</param>
     /// <remarks>Any exception means "not acknowledged": the source retries, and deduplication absorbs a repeat.</remarks>
     ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// General speculation: enqueues a delivered OUT message, consuming its <see cref="DarqDelivery.DseHeader"/>, and
+    /// returns the encoded header of the destination's acknowledgement (empty: no dependency). The acknowledgement may
+    /// come before the message is durable: the header carries the dependency instead. The default delivers with
+    /// <see cref="DeliverAsync"/> (durable acknowledgement) and returns an empty header.
+    /// </summary>
+    /// <param name="delivery">The message, where it comes from, and its header.</param>
+    /// <param name="cancellationToken">Cancels the delivery; an unacknowledged delivery is retried.</param>
+    /// <returns>The acknowledgement's encoded DSE header.</returns>
+    /// <remarks>Any exception means "not acknowledged": the source retries, and deduplication absorbs a repeat.</remarks>
+    async ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        await DeliverAsync(delivery, cancellationToken).ConfigureAwait(false);
+        return ReadOnlyMemory<byte>.Empty;
+    }
 }

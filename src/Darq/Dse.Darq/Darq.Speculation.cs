@@ -1,0 +1,578 @@
+using System.Collections.Concurrent;
+
+namespace Dse.Darq;
+
+/// <summary>
+/// General speculation through LibDse: the DARQ is a StateObject (<see cref="DarqStateObject"/>). Every mutation runs in
+/// a LibDse action; a version's Persist is a DARQ commit whose cookie records the version; Restore voids the log after a
+/// version with a ROLLBACK entry and rebuilds the state of that version; truncation stops at the completed prefix of the
+/// oldest version that can still be restored.
+/// </summary>
+public sealed partial class Darq
+{
+    /// <summary>General speculation: log ranges [From, Until) voided by restores; under the gate.</summary>
+    private readonly List<(long From, long Until)> _voided = [];
+
+    /// <summary>General speculation: persisted, unpruned versions, ascending; under the gate.</summary>
+    private readonly List<DarqVersionRecord> _versions = [];
+
+    /// <summary>General speculation: the encoded header of the step that appended each pending OUT entry (its vertex), until acknowledged.</summary>
+    private readonly ConcurrentDictionary<long, byte[]> _outHeaders = new();
+
+    private DarqStateObject? _dse;
+
+    /// <summary>General speculation: truncation never passes this (the completed prefix of the oldest restorable version); under the gate.</summary>
+    private StepStart _truncationLimit;
+
+    /// <summary>General speculation: every address below this belongs to a version the coordinator committed; under the gate.</summary>
+    private long _prunedTail;
+
+    /// <summary>
+    /// The DARQ's LibDse StateObject when <see cref="DarqOptions.Speculation"/> is <see cref="DarqSpeculationMode.General"/>
+    /// (its versions, world-line and committed version); <see langword="null"/> otherwise.
+    /// </summary>
+    public StateObject? DseStateObject => _dse;
+
+    /// <summary>
+    /// Receives an OUT message from another DARQ (see <see cref="ReceiveAsync"/>) and returns the header to acknowledge it
+    /// with. General speculation: the receive runs in an action started with the delivery's <see cref="DarqDelivery.DseHeader"/>
+    /// (commit ordering and world-line rules apply) and returns at once with the header of this DARQ's vertex, which the
+    /// source consumes when it records the acknowledgement. Otherwise: waits until the message is durable here and returns
+    /// an empty header.
+    /// </summary>
+    /// <param name="delivery">The message.</param>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <returns>The encoded DSE header of the acknowledgement (empty when this DARQ does not speculate generally).</returns>
+    /// <exception cref="DarqMessageRefusedException">The message comes from a rolled-back world-line.</exception>
+    /// <exception cref="DseHeaderFormatException">The delivery's header is malformed.</exception>
+    public async ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
+    {
+        if (_dse is null)
+        {
+            var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
+            await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
+            return ReadOnlyMemory<byte>.Empty;
+        }
+
+        var (_, header) = await ReceiveInActionAsync(delivery, cancellationToken).ConfigureAwait(false);
+        return header.ToArray();
+    }
+
+    /// <summary>
+    /// Waits until what was appended at <paramref name="address"/> can never be lost: committed to the log, or (general
+    /// speculation) inside a version the coordinator committed. The barrier for external consumers and for durable
+    /// acknowledgements to non-speculative producers.
+    /// </summary>
+    /// <param name="address">An address from an enqueue or step result (or a message's LSN).</param>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <exception cref="DseRolledBackException">General speculation: the entry was rolled back.</exception>
+    public async ValueTask WaitForRecoverableAsync(long address, CancellationToken cancellationToken = default)
+    {
+        var dse = _dse;
+        if (dse is null)
+        {
+            await WaitForCommitAsync(address, cancellationToken).ConfigureAwait(false);
+            return;
+        }
+
+        long version = -1;
+        long worldLine;
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            if (IsVoided(address))
+            {
+                throw new DseRolledBackException($"DARQ '{Name}': the entry at address {address} was rolled back.");
+            }
+
+            if (address < _prunedTail)
+            {
+                return;
+            }
+
+            foreach (var record in _versions)
+            {
+                if (record.Tail > address)
+                {
+                    version = record.Version;
+                    break;
+                }
+            }
+
+            worldLine = dse.WorldLine;
+            if (version < 0)
+            {
+                version = dse.CurrentVersion;
+            }
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        await dse.WaitForCommitAsync(version, worldLine, cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>Opens the StateObject and connects it; the coordinator's answer may restore an earlier version.</summary>
+    private async Task ConnectSpeculationAsync(CancellationToken cancellationToken)
+    {
+        _truncationLimit = new StepStart(_log.BeginAddress, _beginSequence);
+        var dse = new DarqStateObject(_options.Dse!, this);
+        _dse = dse;
+        try
+        {
+            await dse.ConnectAsync(_options.Coordinator!, cancellationToken).ConfigureAwait(false);
+        }
+        catch
+        {
+            _dse = null;
+            await dse.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    /// <summary>Recovery: takes the speculation state of the recovered commit.</summary>
+    private void RecoverSpeculation(DarqCommitState state)
+    {
+        _voided.AddRange(state.Voided);
+        _versions.AddRange(state.Versions);
+    }
+
+    private bool IsVoided(long address)
+    {
+        foreach (var (from, until) in _voided)
+        {
+            if (address >= from && address < until)
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>General speculation: truncation stops at the completed prefix of the oldest restorable version. Under the gate.</summary>
+    private StepStart LimitTruncation(StepStart start) => _dse is not null && start.Lsn > _truncationLimit.Lsn ? _truncationLimit : start;
+
+    /// <summary>General speculation: a producer's table entry changes; versions that can still be restored remember its old value. Under the gate.</summary>
+    private void NoteProducerChange(long producerId, long oldValue)
+    {
+        foreach (var record in _versions)
+        {
+            record.Undo.TryAdd(producerId, oldValue);
+        }
+    }
+
+    /// <summary>Runs <paramref name="body"/> in a LibDse action consuming <paramref name="header"/>; returns its result and the action's header.</summary>
+    private async ValueTask<(T Result, DseHeader Header)> InActionAsync<T>(DseHeader header, Func<CancellationToken, ValueTask<T>> body,
+        CancellationToken cancellationToken)
+    {
+        var dse = _dse!;
+        if (!await dse.StartActionAsync(header, cancellationToken).ConfigureAwait(false))
+        {
+            DarqLog.MessageRefused(_logger, Name, header.WorldLine, dse.WorldLine);
+            DarqInstrumentation.MessagesRefused.Add(1, _tag);
+            throw new DarqMessageRefusedException(Name, header.WorldLine, dse.WorldLine);
+        }
+
+        T result;
+        try
+        {
+            result = await body(cancellationToken).ConfigureAwait(false);
+        }
+        catch
+        {
+            dse.EndAction();
+            throw;
+        }
+
+        return (result, dse.EndAction());
+    }
+
+    private ValueTask<(DarqEnqueueResult Result, DseHeader Header)> ReceiveInActionAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var header = delivery.DseHeader.IsEmpty ? default : DseHeader.Parse(delivery.DseHeader.Span);
+        long producer = SourceProducerId(delivery.Source);
+        return InActionAsync(header, token => EnqueueCoreAsync(delivery.Payload, producer, delivery.SourceLsn, dedup: true, token), cancellationToken);
+    }
+
+    private async ValueTask<DarqEnqueueResult> EnqueueInActionAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
+        CancellationToken cancellationToken)
+        => (await InActionAsync(default, token => EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup, token), cancellationToken).ConfigureAwait(false)).Result;
+
+    private async ValueTask<DarqStepResult> StepInActionAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
+    {
+        var (result, header) = await InActionAsync(default, token => StepCoreAsync(incarnation, step, token), cancellationToken).ConfigureAwait(false);
+        if (result.OutLsns.Count > 0)
+        {
+            var encoded = header.ToArray();
+            foreach (long lsn in result.OutLsns)
+            {
+                _outHeaders[lsn] = encoded;
+            }
+        }
+
+        SignalDelivery();
+        return result;
+    }
+
+    private async ValueTask<DarqProcessor> RegisterInActionAsync(CancellationToken cancellationToken)
+        => (await InActionAsync(default, RegisterProcessorCoreAsync, cancellationToken).ConfigureAwait(false)).Result;
+
+    /// <summary>General speculation: sends one OUT message with the DARQ's header and records the acknowledgement in an action started with the reply's header.</summary>
+    private async ValueTask<bool> TryDeliverSpeculativeAsync(IDarqDestination destination, long lsn, PendingOut pending, CancellationToken cancellationToken)
+    {
+        var dse = _dse!;
+
+        // The header is the step's vertex when the step recorded it (a restore keeps it only for entries it kept, whose
+        // vertex survived, which the destination's world-line check accepts). Otherwise, for entries recovered from the
+        // log or sent before the step recorded it, the current vertex (never lower, so it only waits longer): taken
+        // inside an action while the entry is still pending, so an entry voided by a restore never leaves under the new
+        // world-line.
+        bool stillPending;
+        await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
+        DseHeader header;
+        try
+        {
+            await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+            try
+            {
+                stillPending = _pendingOut.ContainsKey(lsn);
+            }
+            finally
+            {
+                _gate.Release();
+            }
+        }
+        finally
+        {
+            header = dse.EndAction();
+        }
+
+        if (!stillPending)
+        {
+            _outHeaders.TryRemove(lsn, out _);
+            return true;
+        }
+
+        byte[] encoded = _outHeaders.TryGetValue(lsn, out var stepHeader) ? stepHeader : header.ToArray();
+
+        ReadOnlyMemory<byte> reply;
+        DseHeader replyHeader;
+        try
+        {
+            reply = await destination.DeliverSpeculativeAsync(new DarqDelivery(Name, lsn, pending.Destination, pending.Payload) { DseHeader = encoded },
+                cancellationToken).ConfigureAwait(false);
+            replyHeader = reply.IsEmpty ? default : DseHeader.Parse(reply.Span);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            throw;
+        }
+#pragma warning disable CA1031 // Any failure of the destination means "not acknowledged": the message stays pending.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            DarqLog.DeliveryFailed(_logger, e, Name, lsn, pending.Destination);
+            DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+            return false;
+        }
+
+        // The acknowledgement depends on the destination's state: record it inside an action consuming its header.
+        if (!await dse.StartActionAsync(replyHeader, cancellationToken).ConfigureAwait(false))
+        {
+            DarqLog.MessageRefused(_logger, Name, replyHeader.WorldLine, dse.WorldLine);
+            DarqInstrumentation.MessagesRefused.Add(1, _tag);
+            return false;
+        }
+
+        try
+        {
+            await AcknowledgeAsync(lsn, cancellationToken).ConfigureAwait(false);
+        }
+        finally
+        {
+            dse.EndAction();
+        }
+
+        _outHeaders.TryRemove(lsn, out _);
+        return true;
+    }
+
+    /// <summary>Persist: a DARQ commit whose cookie records the version; the completion fires once it is durable.</summary>
+    internal void PersistVersion(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
+    {
+        DarqVersionRecord record;
+        _gate.Wait();
+        try
+        {
+            ThrowIfDisposed();
+            var bound = CompletedPrefixStart();
+            record = new DarqVersionRecord
+            {
+                Version = version,
+                Tail = _log.TailAddress,
+                NextSequence = _nextSequence,
+                BoundAddress = bound.Lsn,
+                BoundSequence = bound.Sequence,
+                Metadata = metadata.ToArray(),
+            };
+            _versions.Add(record);
+
+            // The next commit must carry the new record even if no entry was appended since the last one.
+            _lastCommitTail = -1;
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        // The state is captured (the record); the commit, whose cookie holds the record, may cover entries appended
+        // after it: the record says where this version ends.
+        _ = Task.Run(() => CompletePersistAsync(record, completion));
+    }
+
+    private async Task CompletePersistAsync(DarqVersionRecord record, PersistCompletion completion)
+    {
+        try
+        {
+            await CommitCoreAsync(CancellationToken.None).ConfigureAwait(false);
+            Volatile.Write(ref record.DurableFlag, 1);
+            completion.SetDurable();
+            SignalDelivery();
+        }
+#pragma warning disable CA1031 // Reported to LibDse, which faults the StateObject.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            DarqLog.PersistFailed(_logger, e, Name, record.Version);
+            completion.SetFailed(e);
+        }
+    }
+
+    /// <summary>ListVersions: the durable, unpruned version records.</summary>
+    internal async ValueTask<IReadOnlyList<PersistedVersion>> ListPersistedVersionsAsync(CancellationToken cancellationToken)
+    {
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            var list = new List<PersistedVersion>(_versions.Count);
+            foreach (var record in _versions)
+            {
+                if (Volatile.Read(ref record.DurableFlag) != 0)
+                {
+                    list.Add(new PersistedVersion(record.Version, record.Metadata));
+                }
+            }
+
+            return list;
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>Prune: forgets versions that will never be restored; truncation may then reach the oldest remaining one's completed prefix.</summary>
+    internal void PruneVersions(long version)
+    {
+        _gate.Wait();
+        try
+        {
+            while (_versions.Count > 0 && _versions[0].Version <= version)
+            {
+                _prunedTail = Math.Max(_prunedTail, _versions[0].Tail);
+                _versions.RemoveAt(0);
+            }
+
+            if (_versions.Count > 0 && _versions[0].BoundAddress > _truncationLimit.Lsn)
+            {
+                _truncationLimit = new StepStart(_versions[0].BoundAddress, _versions[0].BoundSequence);
+            }
+
+            long begin = _log.BeginAddress;
+            _voided.RemoveAll(v => v.Until < begin);
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>
+    /// Restore: goes back to <paramref name="version"/>'s commit. Appends a ROLLBACK entry voiding everything after it,
+    /// restores the deduplication table, rebuilds the in-memory state from the log, supersedes the processor (a new one
+    /// gets an incarnation above any ever used) and commits before returning.
+    /// </summary>
+    internal async ValueTask<ReadOnlyMemory<byte>> RestoreVersionAsync(long version, CancellationToken cancellationToken)
+    {
+        ValueTask<(bool, long, long)> pending = default;
+        long from;
+        long marker = -1;
+        long waitFor = 0;
+        byte[] metadata;
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            DarqVersionRecord? kept = null;
+            if (version != 0)
+            {
+                kept = _versions.Find(v => v.Version == version) ?? throw new InvalidOperationException(
+                    $"DARQ '{Name}' cannot restore version {version}; it holds versions [{string.Join(", ", _versions.Select(v => v.Version))}].");
+            }
+            else if (_beginSequence != 0)
+            {
+                throw new InvalidOperationException($"DARQ '{Name}' cannot restore the initial state: its log was truncated before address {_log.BeginAddress}.");
+            }
+
+            from = kept?.Tail ?? _log.BeginAddress;
+            if (_versions.Exists(v => v.Version > version) || _log.TailAddress > from)
+            {
+                long sequence = kept?.NextSequence ?? _beginSequence;
+
+                // From here on the restore must complete: nothing below observes the caller's token.
+                marker = await AppendAsync(DarqEntryFormat.Rollback(sequence, version, from), CancellationToken.None).ConfigureAwait(false);
+                waitFor = _log.TailAddress;
+                _nextSequence = sequence + 1;
+                _voided.Add((from, marker));
+                _versions.RemoveAll(v => v.Version > version);
+                if (kept is null)
+                {
+                    _producers.Clear();
+                }
+                else
+                {
+                    foreach (var (producer, value) in kept.Undo)
+                    {
+                        if (value < 0)
+                        {
+                            _producers.Remove(producer);
+                        }
+                        else
+                        {
+                            _producers[producer] = value;
+                        }
+                    }
+
+                    kept.Undo.Clear();
+                }
+
+                if (_processor is not null)
+                {
+                    _processor.Supersede(Name, _incarnation + 1);
+                    _processor = null;
+                }
+
+                await RebuildAsync(from).ConfigureAwait(false);
+                foreach (long lsn in _outHeaders.Keys)
+                {
+                    if (!_pendingOut.ContainsKey(lsn))
+                    {
+                        _outHeaders.TryRemove(lsn, out _);
+                    }
+                }
+
+                var cookie = CaptureState().Serialize();
+                pending = _log.CommitStronglyAsync(cookie, -1, CancellationToken.None);
+                _lastCommitTail = waitFor;
+                _lastCommitBegin = _log.BeginAddress;
+                PulseDeliveryProgress();
+            }
+
+            metadata = kept?.Metadata ?? [];
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        if (marker >= 0)
+        {
+            // The void must be durable before anyone learns the restore happened.
+            var (success, _, _) = await pending.ConfigureAwait(false);
+            if (!success)
+            {
+                throw new IOException($"DARQ '{Name}': FasterLog refused the commit of the rollback to version {version}.");
+            }
+
+            await WaitForCommitAsync(waitFor, CancellationToken.None).ConfigureAwait(false);
+            DarqLog.RolledBack(_logger, Name, version, from, marker);
+            DarqInstrumentation.Rollbacks.Add(1, _tag);
+            SignalDelivery();
+        }
+
+        return metadata;
+    }
+
+    /// <summary>Rebuilds unconsumed, consumed and pending-OUT state from the log's [begin, <paramref name="until"/>), skipping voided ranges. Under the gate.</summary>
+    private async ValueTask RebuildAsync(long until)
+    {
+        _unconsumed.Clear();
+        _pendingOut.Clear();
+        _consumed.Clear();
+        long expected = _beginSequence;
+        int openStepEntries = 0;
+        var openStep = default(StepStart);
+        long address = _log.BeginAddress;
+        using (var iterator = _log.Scan(_log.BeginAddress, until, name: null, recover: false))
+        {
+            while (true)
+            {
+                byte[] entry;
+                int length;
+                if (!iterator.GetNext(out entry, out length, out address, out _))
+                {
+                    if (await iterator.WaitAsync(CancellationToken.None).ConfigureAwait(false))
+                    {
+                        continue;
+                    }
+
+                    break;
+                }
+
+                if (IsVoided(address))
+                {
+                    continue;
+                }
+
+                var span = entry.AsSpan(0, length);
+                string? problem = DarqEntryFormat.TryParse(span, out var kind, out _, out long sequence);
+                if (problem is not null || sequence != expected)
+                {
+                    throw Corrupt(address, problem ?? $"entry sequence {sequence}, expected {expected}");
+                }
+
+                expected++;
+                ApplyRecovered(kind, span, address, sequence, ref openStepEntries, ref openStep);
+            }
+        }
+
+        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+        Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
+    }
+
+    /// <summary>Where the completed prefix of the log ends now (the start of the step holding the oldest pending entry). Under the gate.</summary>
+    private StepStart CompletedPrefixStart()
+    {
+        var start = new StepStart(_log.TailAddress, _nextSequence);
+        foreach (var message in _unconsumed.Values)
+        {
+            start = message.Step;
+            break;
+        }
+
+        foreach (var pending in _pendingOut.Values)
+        {
+            if (pending.Step.Lsn < start.Lsn)
+            {
+                start = pending.Step;
+            }
+
+            break;
+        }
+
+        return start;
+    }
+}
