@@ -34,13 +34,16 @@ public sealed partial class Darq : IAsyncDisposable
     private readonly Dictionary<long, long> _producers = [];
 
     /// <summary>Unconsumed IN and SELF messages by LSN (all at or after the begin address).</summary>
-    private readonly SortedDictionary<long, PendingMessage> _unconsumed = [];
+    private readonly LsnOrderedMap<PendingMessage> _unconsumed = new();
 
     /// <summary>OUT entries not yet acknowledged by their destinations, by LSN (all at or after the begin address).</summary>
-    private readonly SortedDictionary<long, PendingOut> _pendingOut = [];
+    private readonly LsnOrderedMap<PendingOut> _pendingOut = new();
 
     /// <summary>Consumed LSNs at or after the begin address, to tell "already consumed" from "unknown".</summary>
-    private readonly SortedSet<long> _consumed = [];
+    private readonly LsnOrderedSet _consumed = new();
+
+    /// <summary>The entries of the step being appended, reused from step to step; used only under the gate.</summary>
+    private readonly StepEntries _stepEntries = new();
 
     private readonly CancellationTokenSource _stopping = new();
     private Task _commitLoop = Task.CompletedTask;
@@ -590,5 +593,49 @@ public sealed partial class Darq : IAsyncDisposable
         public int TotalEntries() => entries.Count;
 
         public ReadOnlySpan<byte> Get(int index) => entries[index];
+    }
+
+    /// <summary>
+    /// A step's entries, written back to back into one reusable buffer and handed to FasterLog as one batch (which copies
+    /// them into log memory): no allocation per step once the buffer has grown to the largest step.
+    /// </summary>
+    private sealed class StepEntries : IReadOnlySpanBatch
+    {
+        private byte[] _buffer = new byte[4096];
+
+        /// <summary>Entry i spans <c>_ends[i - 1]</c> (0 for the first) to <c>_ends[i]</c> in the buffer.</summary>
+        private int[] _ends = new int[4];
+
+        public int Count { get; private set; }
+
+        public void Clear() => Count = 0;
+
+        /// <summary>Adds an entry of <paramref name="length"/> bytes and returns its space, to be written completely.</summary>
+        public Span<byte> Add(int length)
+        {
+            int start = Count == 0 ? 0 : _ends[Count - 1];
+            if (start + length > _buffer.Length)
+            {
+                Array.Resize(ref _buffer, Math.Max(_buffer.Length * 2, start + length));
+            }
+
+            if (Count == _ends.Length)
+            {
+                Array.Resize(ref _ends, _ends.Length * 2);
+            }
+
+            _ends[Count++] = start + length;
+            return _buffer.AsSpan(start, length);
+        }
+
+        public int Length(int index) => _ends[index] - (index == 0 ? 0 : _ends[index - 1]);
+
+        public ReadOnlySpan<byte> Get(int index)
+        {
+            int start = index == 0 ? 0 : _ends[index - 1];
+            return _buffer.AsSpan(start, _ends[index] - start);
+        }
+
+        public int TotalEntries() => Count;
     }
 }
