@@ -323,47 +323,127 @@ public sealed partial class Darq : IAsyncDisposable
 
     private void ThrowIfDisposed() => ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
 
-    private async ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
+    private ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
+        CancellationToken cancellationToken)
+    {
+        // Built before taking the gate: only the sequence number and the checksum wait for it.
+        var entry = DarqEntryFormat.InUnsealed(payload.Span, producerId, sequenceNumber, dedup);
+
+        // Fast path: the gate is free and the log has room, so the enqueue completes synchronously.
+        if (cancellationToken.IsCancellationRequested || !_gate.Wait(0))
+        {
+            return EnqueueSlowAsync(entry, producerId, sequenceNumber, dedup, cancellationToken);
+        }
+
+        bool release = true;
+        try
+        {
+            if (IsDuplicate(producerId, sequenceNumber, dedup, out var duplicate))
+            {
+                return ValueTask.FromResult(duplicate);
+            }
+
+            DarqEntryFormat.SealIn(entry, _nextSequence, dedup);
+            if (_log.TryEnqueue(entry, out long lsn))
+            {
+                return ValueTask.FromResult(ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup));
+            }
+
+            // The in-memory log is full: the slow path appends the sealed entry and releases the gate.
+            release = false;
+            return AppendEnqueueAsync(entry, producerId, sequenceNumber, dedup, cancellationToken);
+        }
+        finally
+        {
+            if (release)
+            {
+                _gate.Release();
+            }
+        }
+    }
+
+    /// <summary>An enqueue that found the gate taken: waits for it, then checks and appends.</summary>
+    private async ValueTask<DarqEnqueueResult> EnqueueSlowAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup,
         CancellationToken cancellationToken)
     {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            ThrowIfDisposed();
-            bool known = _producers.TryGetValue(producerId, out long seen);
-            if (dedup && known && sequenceNumber <= seen)
+            if (IsDuplicate(producerId, sequenceNumber, dedup, out var duplicate))
             {
-                DarqInstrumentation.Duplicates.Add(1, _tag);
-                return new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
+                return duplicate;
             }
 
-            if (dedup && !known && _producers.Count >= _options.MaxProducers)
-            {
-                throw new InvalidOperationException(
-                    $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused.");
-            }
-
-            var entry = DarqEntryFormat.In(_nextSequence, payload.Span, producerId, sequenceNumber, dedup);
+            DarqEntryFormat.SealIn(entry, _nextSequence, dedup);
             long lsn = await AppendAsync(entry, cancellationToken).ConfigureAwait(false);
-
-            // Appended: from here on nothing may fail before the state reflects the entry.
-            var message = new PendingMessage(DarqMessageKind.In, new StepStart(lsn, _nextSequence), entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
-            _nextSequence++;
-            if (dedup)
-            {
-                _producers[producerId] = sequenceNumber;
-            }
-
-            _unconsumed.Add(lsn, message);
-            Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-            _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
-            DarqInstrumentation.Enqueues.Add(1, _tag);
-            return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
+            return ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup);
         }
         finally
         {
             _gate.Release();
         }
+    }
+
+    /// <summary>Appends a sealed IN entry once log memory frees up; owns the gate, which the caller took, and releases it.</summary>
+    private async ValueTask<DarqEnqueueResult> AppendEnqueueAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup,
+        CancellationToken cancellationToken)
+    {
+        try
+        {
+            long lsn = await _log.EnqueueAsync(entry, cancellationToken).ConfigureAwait(false);
+            return ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup);
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>
+    /// Under the gate: whether a deduplicated enqueue is a duplicate (then <paramref name="result"/> acknowledges it);
+    /// throws when the producer would be one too many.
+    /// </summary>
+    private bool IsDuplicate(long producerId, long sequenceNumber, bool dedup, out DarqEnqueueResult result)
+    {
+        ThrowIfDisposed();
+        result = default;
+        if (!dedup)
+        {
+            return false;
+        }
+
+        bool known = _producers.TryGetValue(producerId, out long seen);
+        if (known && sequenceNumber <= seen)
+        {
+            DarqInstrumentation.Duplicates.Add(1, _tag);
+            result = new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
+            return true;
+        }
+
+        if (!known && _producers.Count >= _options.MaxProducers)
+        {
+            throw new InvalidOperationException(
+                $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused.");
+        }
+
+        return false;
+    }
+
+    /// <summary>Applies an appended IN entry to the in-memory state; under the gate, cannot fail.</summary>
+    private DarqEnqueueResult ApplyEnqueue(byte[] entry, long lsn, long producerId, long sequenceNumber, bool dedup)
+    {
+        var message = new PendingMessage(DarqMessageKind.In, new StepStart(lsn, _nextSequence), entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
+        _nextSequence++;
+        if (dedup)
+        {
+            _producers[producerId] = sequenceNumber;
+        }
+
+        _unconsumed.Add(lsn, message);
+        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+        _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
+        DarqInstrumentation.Enqueues.Add(1, _tag);
+        return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
     }
 
     /// <summary>Appends one entry; call under the gate. Waits for log memory when the in-memory log is full.</summary>

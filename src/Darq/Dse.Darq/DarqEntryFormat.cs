@@ -26,14 +26,24 @@ internal static class DarqEntryFormat
 
     public static byte[] In(long sequence, ReadOnlySpan<byte> payload, long producerId, long producerSequence, bool dedup)
     {
+        var entry = InUnsealed(payload, producerId, producerSequence, dedup);
+        SealIn(entry, sequence, dedup);
+        return entry;
+    }
+
+    /// <summary>An IN entry with its body written but no header yet (see <see cref="SealIn"/>), so that it can be built before the sequence is known.</summary>
+    public static byte[] InUnsealed(ReadOnlySpan<byte> payload, long producerId, long producerSequence, bool dedup)
+    {
         var entry = new byte[HeaderSize + 16 + payload.Length];
         var body = entry.AsSpan(HeaderSize);
         BinaryPrimitives.WriteInt64LittleEndian(body, dedup ? producerId : 0);
         BinaryPrimitives.WriteInt64LittleEndian(body[8..], dedup ? producerSequence : 0);
         payload.CopyTo(body[16..]);
-        Seal(entry, DarqEntryKind.In, dedup ? HasDedupFlag : (ushort)0, sequence);
         return entry;
     }
+
+    /// <summary>Writes the header (with its sequence number and checksum) of an entry from <see cref="InUnsealed"/>.</summary>
+    public static void SealIn(byte[] entry, long sequence, bool dedup) => Seal(entry, DarqEntryKind.In, dedup ? HasDedupFlag : (ushort)0, sequence);
 
     public static byte[] Self(long sequence, ReadOnlySpan<byte> payload)
     {
