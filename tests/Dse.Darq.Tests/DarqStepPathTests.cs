@@ -26,6 +26,28 @@ public sealed class DarqStepPathTests
     }
 
     [Fact]
+    public async Task Step_RefusedOnFastPath_FaultsTheTaskInsteadOfThrowing()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync();
+        var a = await darq.EnqueueAsync("a".Bytes());
+        var processor = await darq.RegisterProcessorAsync();
+        long tail = darq.TailAddress;
+
+        var pending = processor.StepAsync(new DarqStep().Consume(a.Lsn + 1).AddOut("x", "o".Bytes()));
+
+        Assert.True(pending.IsFaulted);
+        var error = await Assert.ThrowsAsync<DarqStepRejectedException>(() => pending.AsTask());
+        Assert.Equal(DarqStepRejection.UnknownMessage, error.Reason);
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(0, darq.PendingOutCount);
+
+        // The gate was released: the next step goes through.
+        await processor.StepAsync(new DarqStep().Consume(a.Lsn));
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task Step_ReusedStepObject_SameResultsAsNewSteps()
     {
         var storage = new DarqTestStorage();

@@ -98,6 +98,12 @@ public sealed partial class Darq
             release = false;
             return AppendStepAsync(step, cancellationToken);
         }
+#pragma warning disable CA1031 // Not swallowed: a refused step faults the returned task, as the slow path's would.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            return ValueTask.FromException<DarqStepResult>(e);
+        }
         finally
         {
             if (release)

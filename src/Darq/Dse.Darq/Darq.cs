@@ -353,6 +353,12 @@ public sealed partial class Darq : IAsyncDisposable
             release = false;
             return AppendEnqueueAsync(entry, producerId, sequenceNumber, dedup, cancellationToken);
         }
+#pragma warning disable CA1031 // Not swallowed: a refused enqueue faults the returned task, as the slow path's would.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            return ValueTask.FromException<DarqEnqueueResult>(e);
+        }
         finally
         {
             if (release)
