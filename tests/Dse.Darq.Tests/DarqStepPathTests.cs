@@ -111,6 +111,10 @@ public sealed class DarqStepPathTests
                     // FasterLog had no room (log memory full, or a page turn): this step holds the gate while it waits
                     // for log memory, so the next one finds the gate taken.
                     slowSteps++;
+
+                    // The waiting step was validated and formatted before it waited: changing the step object now must
+                    // not change what is applied once it is appended.
+                    step.Clear().Consume(lsns[Messages - 1]);
                     i++;
                     var next = processor.StepAsync(new DarqStep().Consume(lsns[i]).AddOut("sink", payload));
                     slowSteps += next.IsCompleted ? 0 : 1;

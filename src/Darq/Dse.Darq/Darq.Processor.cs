@@ -91,12 +91,12 @@ public sealed partial class Darq
             PrepareStep(incarnation, step);
             if (_log.TryEnqueue(_stepEntries, out long first))
             {
-                return ValueTask.FromResult(ApplyStep(step, first));
+                return ValueTask.FromResult(ApplyStep(first));
             }
 
             // The in-memory log is full: the slow path appends the prepared entries and releases the gate.
             release = false;
-            return AppendStepAsync(step, cancellationToken);
+            return AppendStepAsync(cancellationToken);
         }
 #pragma warning disable CA1031 // Not swallowed: a refused step faults the returned task, as the slow path's would.
         catch (Exception e)
@@ -125,7 +125,7 @@ public sealed partial class Darq
                 first = await _log.EnqueueAsync(_stepEntries, cancellationToken).ConfigureAwait(false);
             }
 
-            return ApplyStep(step, first);
+            return ApplyStep(first);
         }
         finally
         {
@@ -134,12 +134,12 @@ public sealed partial class Darq
     }
 
     /// <summary>Appends a prepared step once log memory frees up; owns the gate, which the caller took, and releases it.</summary>
-    private async ValueTask<DarqStepResult> AppendStepAsync(DarqStep step, CancellationToken cancellationToken)
+    private async ValueTask<DarqStepResult> AppendStepAsync(CancellationToken cancellationToken)
     {
         try
         {
             long first = await _log.EnqueueAsync(_stepEntries, cancellationToken).ConfigureAwait(false);
-            return ApplyStep(step, first);
+            return ApplyStep(first);
         }
         finally
         {
@@ -182,25 +182,27 @@ public sealed partial class Darq
             int destinationBytes = Encoding.UTF8.GetByteCount(message.Destination);
             DarqEntryFormat.WriteOut(entries.Add(DarqEntryFormat.OutLength(destinationBytes, message.Payload.Length)), sequence++,
                 message.Destination, message.Payload.Span);
+            entries.Destinations.Add(message.Destination);
         }
 
         DarqEntryFormat.WriteCompletion(entries.Add(DarqEntryFormat.CompletionLength(consumed.Count)), sequence, incarnation,
             selfMessages.Count + outMessages.Count, consumed);
     }
 
-    /// <summary>Applies an appended step (its entries start at <paramref name="first"/>) to the in-memory state; cannot fail.</summary>
-    private DarqStepResult ApplyStep(DarqStep step, long first)
+    /// <summary>
+    /// Applies the appended step in <see cref="_stepEntries"/> (its entries start at <paramref name="first"/>) to the
+    /// in-memory state; cannot fail. Reads only the prepared entries, never the caller's step, which may have changed.
+    /// </summary>
+    private DarqStepResult ApplyStep(long first)
     {
         var entries = _stepEntries;
-        var selfMessages = step.SelfMessages;
-        var outMessages = step.OutMessages;
-        var consumed = step.Consumed;
+        int selfCount = entries.Count - 1 - entries.Destinations.Count;
         var start = new StepStart(first, _nextSequence);
 
         // FasterLog reports only the first address of a batch: the others follow at aligned sizes.
         long address = first;
-        var selfLsns = selfMessages.Count == 0 ? [] : new long[selfMessages.Count];
-        for (int i = 0; i < selfLsns.Length; i++)
+        var selfLsns = selfCount == 0 ? [] : new long[selfCount];
+        for (int i = 0; i < selfCount; i++)
         {
             selfLsns[i] = address;
             _unconsumed.Add(address, new PendingMessage(DarqMessageKind.Self, start, entries.Get(i)[DarqEntryFormat.HeaderSize..].ToArray()));
@@ -210,25 +212,27 @@ public sealed partial class Darq
         // A pending OUT keeps its payload only for the delivery loop; without destinations nothing here sends it (a
         // later instance with destinations reads it back from the log at recovery).
         bool keepPayloads = _options.Destinations is not null;
-        var outLsns = outMessages.Count == 0 ? [] : new long[outMessages.Count];
+        var outLsns = entries.Destinations.Count == 0 ? [] : new long[entries.Destinations.Count];
         for (int i = 0; i < outLsns.Length; i++)
         {
             outLsns[i] = address;
             var payload = ReadOnlyMemory<byte>.Empty;
             if (keepPayloads)
             {
-                // Copied from the appended entry, which holds the payload as it was when the step was validated.
-                var entry = entries.Get(selfLsns.Length + i)[DarqEntryFormat.HeaderSize..];
-                payload = entry[(2 + BinaryPrimitives.ReadUInt16LittleEndian(entry))..].ToArray();
+                var body = entries.Get(selfCount + i)[DarqEntryFormat.HeaderSize..];
+                payload = body[(2 + BinaryPrimitives.ReadUInt16LittleEndian(body))..].ToArray();
             }
 
-            _pendingOut.Add(address, new PendingOut(start, outMessages[i].Destination, payload));
-            address += DarqEntryFormat.LogFootprint(entries.Length(selfLsns.Length + i));
+            _pendingOut.Add(address, new PendingOut(start, entries.Destinations[i], payload));
+            address += DarqEntryFormat.LogFootprint(entries.Length(selfCount + i));
         }
 
-        for (int i = 0; i < consumed.Count; i++)
+        // The consumed LSNs as the completion record lists them.
+        var completionBody = entries.Get(entries.Count - 1)[DarqEntryFormat.HeaderSize..];
+        int consumedCount = BinaryPrimitives.ReadInt32LittleEndian(completionBody[12..]);
+        for (int i = 0; i < consumedCount; i++)
         {
-            long lsn = consumed[i];
+            long lsn = BinaryPrimitives.ReadInt64LittleEndian(completionBody[(16 + (8 * i))..]);
             _unconsumed.Remove(lsn);
             _consumed.Add(lsn);
         }

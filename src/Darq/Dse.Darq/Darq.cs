@@ -682,8 +682,8 @@ public sealed partial class Darq : IAsyncDisposable
     }
 
     /// <summary>
-    /// A step's entries, written back to back into one reusable buffer and handed to FasterLog as one batch (which copies
-    /// them into log memory): no allocation per step once the buffer has grown to the largest step.
+    /// A step's entries (SELF, OUT, completion), written back to back into one reusable buffer and handed to FasterLog as
+    /// one batch (which copies them into log memory): no allocation per step once the buffer has grown to the largest step.
     /// </summary>
     private sealed class StepEntries : IReadOnlySpanBatch
     {
@@ -694,7 +694,14 @@ public sealed partial class Darq : IAsyncDisposable
 
         public int Count { get; private set; }
 
-        public void Clear() => Count = 0;
+        /// <summary>The destinations of the OUT entries, in order (the same string instances the step named).</summary>
+        public List<string> Destinations { get; } = [];
+
+        public void Clear()
+        {
+            Count = 0;
+            Destinations.Clear();
+        }
 
         /// <summary>Adds an entry of <paramref name="length"/> bytes and returns its space, to be written completely.</summary>
         public Span<byte> Add(int length)

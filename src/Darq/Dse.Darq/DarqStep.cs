@@ -24,7 +24,7 @@ public sealed class DarqStep
 
     /// <summary>
     /// Empties the step so that it can describe the next one: a processor may reuse one <see cref="DarqStep"/> for every
-    /// step once <see cref="Darq.StepAsync"/> has returned (the DARQ copies what it appends and keeps no reference).
+    /// step, once the previous step's task has completed (the DARQ copies what it appends and reads the step no more).
     /// </summary>
     /// <returns>This step.</returns>
     public DarqStep Clear()
