@@ -43,23 +43,10 @@ public sealed class DarqStepScenario : IScenario
             .Add("message_bytes", DarqBench.MessageSize);
     }
 
-    /// <summary>
-    /// A full blocking collection before each timed phase (raw and DARQ alike, as BenchmarkDotNet does before each
-    /// iteration): the previous round's logs and the preload's survivors are collected and promoted here, not charged
-    /// to the appends or steps that follow.
-    /// </summary>
-    private static void CollectGarbage()
-    {
-        GC.Collect();
-        GC.WaitForPendingFinalizers();
-        GC.Collect();
-    }
-
     private static async Task<double> MeasureRawAsync(DarqBench bench, int messages)
     {
         await using var raw = bench.OpenRaw();
         var payload = DarqBench.Payload();
-        CollectGarbage();
         var clock = Stopwatch.StartNew();
         for (int i = 0; i < messages; i++)
         {
@@ -83,7 +70,6 @@ public sealed class DarqStepScenario : IScenario
         int stepped = 0;
         // One step object reused for every step (DarqStep.Clear), as a processor loop would.
         var step = new DarqStep();
-        CollectGarbage();
         var clock = Stopwatch.StartNew();
         await foreach (var message in processor.ReadAllAsync(cancellationToken))
         {
