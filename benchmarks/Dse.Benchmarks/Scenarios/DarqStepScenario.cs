@@ -68,10 +68,12 @@ public sealed class DarqStepScenario : IScenario
         await darq.CommitAsync(cancellationToken);
         var processor = await darq.RegisterProcessorAsync(cancellationToken);
         int stepped = 0;
+        // One step object reused for every step (DarqStep.Clear), as a processor loop would.
+        var step = new DarqStep();
         var clock = Stopwatch.StartNew();
         await foreach (var message in processor.ReadAllAsync(cancellationToken))
         {
-            await processor.StepAsync(new DarqStep().Consume(message).AddOut("sink", payload), cancellationToken);
+            await processor.StepAsync(step.Clear().Consume(message).AddOut("sink", payload), cancellationToken);
             if (++stepped == messages)
             {
                 break;

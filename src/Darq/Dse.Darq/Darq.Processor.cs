@@ -1,3 +1,4 @@
+using System.Buffers.Binary;
 using System.Text;
 
 namespace Dse.Darq;
@@ -83,76 +84,176 @@ public sealed partial class Darq
         return _dse is null ? StepCoreAsync(incarnation, step, cancellationToken) : StepInActionAsync(incarnation, step, cancellationToken);
     }
 
-    private async ValueTask<DarqStepResult> StepCoreAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
+    private ValueTask<DarqStepResult> StepCoreAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
+    {
+        // Fast path: the gate is free and the log has room, so the step completes synchronously with no allocation but
+        // its result. Otherwise the slow path waits, for the gate or for log memory; both validate and append alike.
+        if (cancellationToken.IsCancellationRequested || !_gate.Wait(0))
+        {
+            return StepSlowAsync(incarnation, step, cancellationToken);
+        }
+
+        bool release = true;
+        try
+        {
+            PrepareStep(incarnation, step);
+            if (_log.TryEnqueue(_stepEntries, out long first))
+            {
+                return ValueTask.FromResult(ApplyStep(first));
+            }
+
+            // The in-memory log is full: the slow path appends the prepared entries and releases the gate.
+            release = false;
+            return AppendStepAsync(cancellationToken);
+        }
+#pragma warning disable CA1031 // Not swallowed: a refused step faults the returned task, as the slow path's would.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            return ValueTask.FromException<DarqStepResult>(e);
+        }
+        finally
+        {
+            if (release)
+            {
+                _gate.Release();
+            }
+        }
+    }
+
+    /// <summary>A step that found the gate taken: waits for it, then validates and appends.</summary>
+    private async ValueTask<DarqStepResult> StepSlowAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
     {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            ThrowIfDisposed();
-            // Only the processor registered with this instance may step: after a DARQ restart the old one must re-register.
-            if (_processor is null || incarnation != _incarnation)
+            PrepareStep(incarnation, step);
+            if (!_log.TryEnqueue(_stepEntries, out long first))
             {
-                DarqLog.StaleIncarnation(_logger, Name, incarnation, _incarnation);
-                DarqInstrumentation.StepsRejected.Add(1, _tag);
-                throw new DarqStaleIncarnationException(Name, incarnation, _incarnation);
+                first = await _log.EnqueueAsync(_stepEntries, cancellationToken).ConfigureAwait(false);
             }
 
-            ValidateConsumed(step.Consumed);
-
-            int produced = step.SelfMessages.Count + step.OutMessages.Count;
-            var entries = new List<byte[]>(produced + 1);
-            long sequence = _nextSequence;
-            for (int i = 0; i < step.SelfMessages.Count; i++)
-            {
-                entries.Add(DarqEntryFormat.Self(sequence++, step.SelfMessages[i].Span, step.IsActivity(i) ? DarqEntryFormat.ActivityFlag : (ushort)0));
-            }
-
-            foreach (var message in step.OutMessages)
-            {
-                entries.Add(DarqEntryFormat.Out(sequence++, message.Destination, message.Payload.Span));
-            }
-
-            entries.Add(DarqEntryFormat.Completion(sequence++, incarnation, produced, step.Consumed));
-            var addresses = await AppendBatchAsync(entries, cancellationToken).ConfigureAwait(false);
-
-            // Appended: apply the step to the in-memory state; nothing below can fail.
-            var start = new StepStart(addresses[0], _nextSequence);
-            var selfLsns = new long[step.SelfMessages.Count];
-            var outLsns = new long[step.OutMessages.Count];
-            for (int i = 0; i < selfLsns.Length; i++)
-            {
-                selfLsns[i] = addresses[i];
-                var kind = step.IsActivity(i) ? DarqMessageKind.Activity : DarqMessageKind.Self;
-                _unconsumed.Add(addresses[i], new PendingMessage(kind, start, entries[i].AsMemory(DarqEntryFormat.HeaderSize)));
-            }
-
-            for (int i = 0; i < outLsns.Length; i++)
-            {
-                int index = selfLsns.Length + i;
-                outLsns[i] = addresses[index];
-                var message = step.OutMessages[i];
-                int destinationBytes = Encoding.UTF8.GetByteCount(message.Destination);
-                _pendingOut.Add(addresses[index], new PendingOut(start, message.Destination,
-                    entries[index].AsMemory(DarqEntryFormat.HeaderSize + 2 + destinationBytes)));
-            }
-
-            foreach (long lsn in step.Consumed)
-            {
-                _unconsumed.Remove(lsn);
-                _consumed.Add(lsn);
-            }
-
-            _nextSequence = sequence;
-            Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-            Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
-            DarqInstrumentation.Steps.Add(1, _tag);
-            long completion = addresses[^1];
-            return new DarqStepResult(selfLsns, outLsns, completion, completion + DarqEntryFormat.LogFootprint(entries[^1].Length));
+            return ApplyStep(first);
         }
         finally
         {
             _gate.Release();
         }
+    }
+
+    /// <summary>Appends a prepared step once log memory frees up; owns the gate, which the caller took, and releases it.</summary>
+    private async ValueTask<DarqStepResult> AppendStepAsync(CancellationToken cancellationToken)
+    {
+        try
+        {
+            long first = await _log.EnqueueAsync(_stepEntries, cancellationToken).ConfigureAwait(false);
+            return ApplyStep(first);
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>
+    /// Validates a step and writes its entries (SELF, OUT, completion) into <see cref="_stepEntries"/>; call under the
+    /// gate. Throws, changing nothing, when the step is refused.
+    /// </summary>
+    private void PrepareStep(long incarnation, DarqStep step)
+    {
+        ThrowIfDisposed();
+        // Only the processor registered with this instance may step: after a DARQ restart the old one must re-register.
+        if (_processor is null || incarnation != _incarnation)
+        {
+            DarqLog.StaleIncarnation(_logger, Name, incarnation, _incarnation);
+            DarqInstrumentation.StepsRejected.Add(1, _tag);
+            throw new DarqStaleIncarnationException(Name, incarnation, _incarnation);
+        }
+
+        var consumed = step.Consumed;
+        ValidateConsumed(consumed);
+
+        var selfMessages = step.SelfMessages;
+        var outMessages = step.OutMessages;
+        var entries = _stepEntries;
+        entries.Clear();
+        long sequence = _nextSequence;
+        for (int i = 0; i < selfMessages.Count; i++)
+        {
+            var payload = selfMessages[i].Span;
+            DarqEntryFormat.WriteSelf(entries.Add(DarqEntryFormat.SelfLength(payload.Length)), sequence++, payload,
+                step.IsActivity(i) ? DarqEntryFormat.ActivityFlag : (ushort)0);
+        }
+
+        for (int i = 0; i < outMessages.Count; i++)
+        {
+            var message = outMessages[i];
+            int destinationBytes = Encoding.UTF8.GetByteCount(message.Destination);
+            DarqEntryFormat.WriteOut(entries.Add(DarqEntryFormat.OutLength(destinationBytes, message.Payload.Length)), sequence++,
+                message.Destination, message.Payload.Span);
+            entries.Destinations.Add(message.Destination);
+        }
+
+        DarqEntryFormat.WriteCompletion(entries.Add(DarqEntryFormat.CompletionLength(consumed.Count)), sequence, incarnation,
+            selfMessages.Count + outMessages.Count, consumed);
+    }
+
+    /// <summary>
+    /// Applies the appended step in <see cref="_stepEntries"/> (its entries start at <paramref name="first"/>) to the
+    /// in-memory state; cannot fail. Reads only the prepared entries, never the caller's step, which may have changed.
+    /// </summary>
+    private DarqStepResult ApplyStep(long first)
+    {
+        var entries = _stepEntries;
+        int selfCount = entries.Count - 1 - entries.Destinations.Count;
+        var start = new StepStart(first, _nextSequence);
+
+        // FasterLog reports only the first address of a batch: the others follow at aligned sizes.
+        long address = first;
+        var selfLsns = selfCount == 0 ? [] : new long[selfCount];
+        for (int i = 0; i < selfCount; i++)
+        {
+            selfLsns[i] = address;
+            var entry = entries.Get(i);
+            var kind = (DarqEntryFormat.Flags(entry) & DarqEntryFormat.ActivityFlag) != 0 ? DarqMessageKind.Activity : DarqMessageKind.Self;
+            _unconsumed.Add(address, new PendingMessage(kind, start, entry[DarqEntryFormat.HeaderSize..].ToArray()));
+            address += DarqEntryFormat.LogFootprint(entries.Length(i));
+        }
+
+        // A pending OUT keeps its payload only for the delivery loop; without destinations nothing here sends it (a
+        // later instance with destinations reads it back from the log at recovery).
+        bool keepPayloads = _options.Destinations is not null;
+        var outLsns = entries.Destinations.Count == 0 ? [] : new long[entries.Destinations.Count];
+        for (int i = 0; i < outLsns.Length; i++)
+        {
+            outLsns[i] = address;
+            var payload = ReadOnlyMemory<byte>.Empty;
+            if (keepPayloads)
+            {
+                var body = entries.Get(selfCount + i)[DarqEntryFormat.HeaderSize..];
+                payload = body[(2 + BinaryPrimitives.ReadUInt16LittleEndian(body))..].ToArray();
+            }
+
+            _pendingOut.Add(address, new PendingOut(start, entries.Destinations[i], payload));
+            address += DarqEntryFormat.LogFootprint(entries.Length(selfCount + i));
+        }
+
+        // The consumed LSNs as the completion record lists them.
+        var completionBody = entries.Get(entries.Count - 1)[DarqEntryFormat.HeaderSize..];
+        int consumedCount = BinaryPrimitives.ReadInt32LittleEndian(completionBody[12..]);
+        for (int i = 0; i < consumedCount; i++)
+        {
+            long lsn = BinaryPrimitives.ReadInt64LittleEndian(completionBody[(16 + (8 * i))..]);
+            _unconsumed.Remove(lsn);
+            _consumed.Add(lsn);
+        }
+
+        _nextSequence += entries.Count;
+        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+        Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
+        DarqInstrumentation.Steps.Add(1, _tag);
+        long completion = address;
+        return new DarqStepResult(selfLsns, outLsns, completion, completion + DarqEntryFormat.LogFootprint(entries.Length(entries.Count - 1)));
     }
 
     /// <summary>Up to this many consumed LSNs, a step's duplicates are found by a linear scan rather than a set.</summary>
@@ -167,14 +268,18 @@ public sealed partial class Darq
         }
 
         long footprint = DarqEntryFormat.LogFootprint(DarqEntryFormat.CompletionLength(step.Consumed.Count));
-        foreach (var payload in step.SelfMessages)
+        var selfMessages = step.SelfMessages;
+        for (int i = 0; i < selfMessages.Count; i++)
         {
-            CheckPayload(payload.Length, nameof(step));
-            footprint += DarqEntryFormat.LogFootprint(DarqEntryFormat.HeaderSize + payload.Length);
+            int length = selfMessages[i].Length;
+            CheckPayload(length, nameof(step));
+            footprint += DarqEntryFormat.LogFootprint(DarqEntryFormat.SelfLength(length));
         }
 
-        foreach (var message in step.OutMessages)
+        var outMessages = step.OutMessages;
+        for (int i = 0; i < outMessages.Count; i++)
         {
+            var message = outMessages[i];
             CheckPayload(message.Payload.Length, nameof(step));
             int destinationBytes = Encoding.UTF8.GetByteCount(message.Destination);
             if (destinationBytes > DarqEntryFormat.MaxDestinationBytes)
@@ -183,7 +288,7 @@ public sealed partial class Darq
                     $"The destination name '{message.Destination}' has {destinationBytes} UTF-8 bytes; the limit is {DarqEntryFormat.MaxDestinationBytes}.", nameof(step));
             }
 
-            footprint += DarqEntryFormat.LogFootprint(DarqEntryFormat.HeaderSize + 2 + destinationBytes + message.Payload.Length);
+            footprint += DarqEntryFormat.LogFootprint(DarqEntryFormat.OutLength(destinationBytes, message.Payload.Length));
         }
 
         // A step is one FasterLog batch, and a batch must fit on one page (less the page's first 64 bytes).

@@ -34,13 +34,16 @@ public sealed partial class Darq : IAsyncDisposable
     private readonly Dictionary<long, long> _producers = [];
 
     /// <summary>Unconsumed IN and SELF messages by LSN (all at or after the begin address).</summary>
-    private readonly SortedDictionary<long, PendingMessage> _unconsumed = [];
+    private readonly LsnOrderedMap<PendingMessage> _unconsumed = new();
 
     /// <summary>OUT entries not yet acknowledged by their destinations, by LSN (all at or after the begin address).</summary>
-    private readonly SortedDictionary<long, PendingOut> _pendingOut = [];
+    private readonly LsnOrderedMap<PendingOut> _pendingOut = new();
 
     /// <summary>Consumed LSNs at or after the begin address, to tell "already consumed" from "unknown".</summary>
-    private readonly SortedSet<long> _consumed = [];
+    private readonly LsnOrderedSet _consumed = new();
+
+    /// <summary>The entries of the step being appended, reused from step to step; used only under the gate.</summary>
+    private readonly StepEntries _stepEntries = new();
 
     private readonly CancellationTokenSource _stopping = new();
     private Task _commitLoop = Task.CompletedTask;
@@ -334,52 +337,138 @@ public sealed partial class Darq : IAsyncDisposable
 
     private void ThrowIfDisposed() => ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
 
-    private async ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
+    private ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
+        CancellationToken cancellationToken)
+    {
+        // Built before taking the gate: only the sequence number and the checksum wait for it.
+        var entry = DarqEntryFormat.InUnsealed(payload.Span, producerId, sequenceNumber, dedup);
+
+        // Fast path: the gate is free and the log has room, so the enqueue completes synchronously.
+        if (cancellationToken.IsCancellationRequested || !_gate.Wait(0))
+        {
+            return EnqueueSlowAsync(entry, producerId, sequenceNumber, dedup, cancellationToken);
+        }
+
+        bool release = true;
+        try
+        {
+            if (IsDuplicate(producerId, sequenceNumber, dedup, out var duplicate))
+            {
+                return ValueTask.FromResult(duplicate);
+            }
+
+            DarqEntryFormat.SealIn(entry, _nextSequence, dedup);
+            if (_log.TryEnqueue(entry, out long lsn))
+            {
+                return ValueTask.FromResult(ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup));
+            }
+
+            // The in-memory log is full: the slow path appends the sealed entry and releases the gate.
+            release = false;
+            return AppendEnqueueAsync(entry, producerId, sequenceNumber, dedup, cancellationToken);
+        }
+#pragma warning disable CA1031 // Not swallowed: a refused enqueue faults the returned task, as the slow path's would.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            return ValueTask.FromException<DarqEnqueueResult>(e);
+        }
+        finally
+        {
+            if (release)
+            {
+                _gate.Release();
+            }
+        }
+    }
+
+    /// <summary>An enqueue that found the gate taken: waits for it, then checks and appends.</summary>
+    private async ValueTask<DarqEnqueueResult> EnqueueSlowAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup,
         CancellationToken cancellationToken)
     {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            ThrowIfDisposed();
-            bool known = _producers.TryGetValue(producerId, out long seen);
-            if (dedup && known && sequenceNumber <= seen)
+            if (IsDuplicate(producerId, sequenceNumber, dedup, out var duplicate))
             {
-                DarqInstrumentation.Duplicates.Add(1, _tag);
-                return new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
+                return duplicate;
             }
 
-            if (dedup && !known && _producers.Count >= _options.MaxProducers)
-            {
-                throw new InvalidOperationException(
-                    $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused.");
-            }
-
-            var entry = DarqEntryFormat.In(_nextSequence, payload.Span, producerId, sequenceNumber, dedup);
+            DarqEntryFormat.SealIn(entry, _nextSequence, dedup);
             long lsn = await AppendAsync(entry, cancellationToken).ConfigureAwait(false);
-
-            // Appended: from here on nothing may fail before the state reflects the entry.
-            var message = new PendingMessage(DarqMessageKind.In, new StepStart(lsn, _nextSequence), entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
-            _nextSequence++;
-            if (dedup)
-            {
-                if (_dse is not null)
-                {
-                    NoteProducerChange(producerId, known ? seen : -1);
-                }
-
-                _producers[producerId] = sequenceNumber;
-            }
-
-            _unconsumed.Add(lsn, message);
-            Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-            _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
-            DarqInstrumentation.Enqueues.Add(1, _tag);
-            return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
+            return ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup);
         }
         finally
         {
             _gate.Release();
         }
+    }
+
+    /// <summary>Appends a sealed IN entry once log memory frees up; owns the gate, which the caller took, and releases it.</summary>
+    private async ValueTask<DarqEnqueueResult> AppendEnqueueAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup,
+        CancellationToken cancellationToken)
+    {
+        try
+        {
+            long lsn = await _log.EnqueueAsync(entry, cancellationToken).ConfigureAwait(false);
+            return ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup);
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>
+    /// Under the gate: whether a deduplicated enqueue is a duplicate (then <paramref name="result"/> acknowledges it);
+    /// throws when the producer would be one too many.
+    /// </summary>
+    private bool IsDuplicate(long producerId, long sequenceNumber, bool dedup, out DarqEnqueueResult result)
+    {
+        ThrowIfDisposed();
+        result = default;
+        if (!dedup)
+        {
+            return false;
+        }
+
+        bool known = _producers.TryGetValue(producerId, out long seen);
+        if (known && sequenceNumber <= seen)
+        {
+            DarqInstrumentation.Duplicates.Add(1, _tag);
+            result = new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
+            return true;
+        }
+
+        if (!known && _producers.Count >= _options.MaxProducers)
+        {
+            throw new InvalidOperationException(
+                $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused.");
+        }
+
+        return false;
+    }
+
+    /// <summary>Applies an appended IN entry to the in-memory state; under the gate, cannot fail.</summary>
+    private DarqEnqueueResult ApplyEnqueue(byte[] entry, long lsn, long producerId, long sequenceNumber, bool dedup)
+    {
+        var message = new PendingMessage(DarqMessageKind.In, new StepStart(lsn, _nextSequence), entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
+        _nextSequence++;
+        if (dedup)
+        {
+            if (_dse is not null)
+            {
+                NoteProducerChange(producerId, _producers.TryGetValue(producerId, out long seen) ? seen : -1);
+            }
+
+            _producers[producerId] = sequenceNumber;
+        }
+
+        _unconsumed.Add(lsn, message);
+        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+        _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
+        DarqInstrumentation.Enqueues.Add(1, _tag);
+        return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
     }
 
     /// <summary>Appends one entry; call under the gate. Waits for log memory when the in-memory log is full.</summary>
@@ -612,5 +701,56 @@ public sealed partial class Darq : IAsyncDisposable
         public int TotalEntries() => entries.Count;
 
         public ReadOnlySpan<byte> Get(int index) => entries[index];
+    }
+
+    /// <summary>
+    /// A step's entries (SELF, OUT, completion), written back to back into one reusable buffer and handed to FasterLog as
+    /// one batch (which copies them into log memory): no allocation per step once the buffer has grown to the largest step.
+    /// </summary>
+    private sealed class StepEntries : IReadOnlySpanBatch
+    {
+        private byte[] _buffer = new byte[4096];
+
+        /// <summary>Entry i spans <c>_ends[i - 1]</c> (0 for the first) to <c>_ends[i]</c> in the buffer.</summary>
+        private int[] _ends = new int[4];
+
+        public int Count { get; private set; }
+
+        /// <summary>The destinations of the OUT entries, in order (the same string instances the step named).</summary>
+        public List<string> Destinations { get; } = [];
+
+        public void Clear()
+        {
+            Count = 0;
+            Destinations.Clear();
+        }
+
+        /// <summary>Adds an entry of <paramref name="length"/> bytes and returns its space, to be written completely.</summary>
+        public Span<byte> Add(int length)
+        {
+            int start = Count == 0 ? 0 : _ends[Count - 1];
+            if (start + length > _buffer.Length)
+            {
+                Array.Resize(ref _buffer, Math.Max(_buffer.Length * 2, start + length));
+            }
+
+            if (Count == _ends.Length)
+            {
+                Array.Resize(ref _ends, _ends.Length * 2);
+            }
+
+            _ends[Count++] = start + length;
+            return _buffer.AsSpan(start, length);
+        }
+
+        public int Length(int index) => _ends[index] - (index == 0 ? 0 : _ends[index - 1]);
+
+        public ReadOnlySpan<byte> Get(int index)
+        {
+            int start = index == 0 ? 0 : _ends[index - 1];
+            return _buffer.AsSpan(start, _ends[index] - start);
+        }
+
+        public int TotalEntries() => Count;
     }
 }

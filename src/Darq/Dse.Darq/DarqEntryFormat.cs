@@ -29,33 +29,58 @@ internal static class DarqEntryFormat
 
     public static byte[] In(long sequence, ReadOnlySpan<byte> payload, long producerId, long producerSequence, bool dedup)
     {
+        var entry = InUnsealed(payload, producerId, producerSequence, dedup);
+        SealIn(entry, sequence, dedup);
+        return entry;
+    }
+
+    /// <summary>An IN entry with its body written but no header yet (see <see cref="SealIn"/>), so that it can be built before the sequence is known.</summary>
+    public static byte[] InUnsealed(ReadOnlySpan<byte> payload, long producerId, long producerSequence, bool dedup)
+    {
         var entry = new byte[HeaderSize + 16 + payload.Length];
         var body = entry.AsSpan(HeaderSize);
         BinaryPrimitives.WriteInt64LittleEndian(body, dedup ? producerId : 0);
         BinaryPrimitives.WriteInt64LittleEndian(body[8..], dedup ? producerSequence : 0);
         payload.CopyTo(body[16..]);
-        Seal(entry, DarqEntryKind.In, dedup ? HasDedupFlag : (ushort)0, sequence);
         return entry;
     }
 
+    /// <summary>Writes the header (with its sequence number and checksum) of an entry from <see cref="InUnsealed"/>.</summary>
+    public static void SealIn(byte[] entry, long sequence, bool dedup) => Seal(entry, DarqEntryKind.In, dedup ? HasDedupFlag : (ushort)0, sequence);
+
     public static byte[] Self(long sequence, ReadOnlySpan<byte> payload, ushort flags = 0)
     {
-        var entry = new byte[HeaderSize + payload.Length];
-        payload.CopyTo(entry.AsSpan(HeaderSize));
-        Seal(entry, DarqEntryKind.Self, flags, sequence);
+        var entry = new byte[SelfLength(payload.Length)];
+        WriteSelf(entry, sequence, payload, flags);
         return entry;
+    }
+
+    public static int SelfLength(int payloadLength) => HeaderSize + payloadLength;
+
+    /// <summary>Writes a SELF entry into <paramref name="entry"/>, exactly <see cref="SelfLength"/> bytes long.</summary>
+    public static void WriteSelf(Span<byte> entry, long sequence, ReadOnlySpan<byte> payload, ushort flags = 0)
+    {
+        payload.CopyTo(entry[HeaderSize..]);
+        Seal(entry, DarqEntryKind.Self, flags, sequence);
     }
 
     public static byte[] Out(long sequence, string destination, ReadOnlySpan<byte> payload)
     {
-        int destinationLength = Encoding.UTF8.GetByteCount(destination);
-        var entry = new byte[HeaderSize + 2 + destinationLength + payload.Length];
-        var body = entry.AsSpan(HeaderSize);
+        var entry = new byte[OutLength(Encoding.UTF8.GetByteCount(destination), payload.Length)];
+        WriteOut(entry, sequence, destination, payload);
+        return entry;
+    }
+
+    public static int OutLength(int destinationBytes, int payloadLength) => HeaderSize + 2 + destinationBytes + payloadLength;
+
+    /// <summary>Writes an OUT entry into <paramref name="entry"/>, exactly <see cref="OutLength"/> bytes long.</summary>
+    public static void WriteOut(Span<byte> entry, long sequence, string destination, ReadOnlySpan<byte> payload)
+    {
+        var body = entry[HeaderSize..];
+        int destinationLength = Encoding.UTF8.GetBytes(destination, body[2..]);
         BinaryPrimitives.WriteUInt16LittleEndian(body, (ushort)destinationLength);
-        Encoding.UTF8.GetBytes(destination, body[2..]);
         payload.CopyTo(body[(2 + destinationLength)..]);
         Seal(entry, DarqEntryKind.Out, 0, sequence);
-        return entry;
     }
 
     public static int CompletionLength(int consumedCount) => HeaderSize + 16 + (8 * consumedCount);
@@ -63,7 +88,14 @@ internal static class DarqEntryFormat
     public static byte[] Completion(long sequence, long incarnation, int stepEntryCount, IReadOnlyList<long> consumed)
     {
         var entry = new byte[CompletionLength(consumed.Count)];
-        var body = entry.AsSpan(HeaderSize);
+        WriteCompletion(entry, sequence, incarnation, stepEntryCount, consumed);
+        return entry;
+    }
+
+    /// <summary>Writes a completion record into <paramref name="entry"/>, exactly <see cref="CompletionLength"/> bytes long.</summary>
+    public static void WriteCompletion(Span<byte> entry, long sequence, long incarnation, int stepEntryCount, IReadOnlyList<long> consumed)
+    {
+        var body = entry[HeaderSize..];
         BinaryPrimitives.WriteInt64LittleEndian(body, incarnation);
         BinaryPrimitives.WriteInt32LittleEndian(body[8..], stepEntryCount);
         BinaryPrimitives.WriteInt32LittleEndian(body[12..], consumed.Count);
@@ -73,7 +105,6 @@ internal static class DarqEntryFormat
         }
 
         Seal(entry, DarqEntryKind.Completion, 0, sequence);
-        return entry;
     }
 
     /// <summary>A checkpoint record: the same layout as a completion, listing the SELF messages the checkpoint replaced.</summary>
@@ -170,14 +201,14 @@ internal static class DarqEntryFormat
     /// <summary>The flags of an entry whose header <see cref="TryParse"/> accepted.</summary>
     public static ushort Flags(ReadOnlySpan<byte> entry) => BinaryPrimitives.ReadUInt16LittleEndian(entry[2..]);
 
-    private static void Seal(byte[] entry, DarqEntryKind kind, ushort flags, long sequence)
+    private static void Seal(Span<byte> entry, DarqEntryKind kind, ushort flags, long sequence)
     {
         entry[0] = Version;
         entry[1] = (byte)kind;
-        BinaryPrimitives.WriteUInt16LittleEndian(entry.AsSpan(2), flags);
-        BinaryPrimitives.WriteInt32LittleEndian(entry.AsSpan(4), entry.Length - HeaderSize);
-        BinaryPrimitives.WriteInt64LittleEndian(entry.AsSpan(8), sequence);
-        BinaryPrimitives.WriteUInt64LittleEndian(entry.AsSpan(16), Checksum(entry));
+        BinaryPrimitives.WriteUInt16LittleEndian(entry[2..], flags);
+        BinaryPrimitives.WriteInt32LittleEndian(entry[4..], entry.Length - HeaderSize);
+        BinaryPrimitives.WriteInt64LittleEndian(entry[8..], sequence);
+        BinaryPrimitives.WriteUInt64LittleEndian(entry[16..], Checksum(entry));
     }
 
     /// <summary>XxHash64 of the body, seeded with the XxHash64 of the first 16 header bytes (everything but the checksum).</summary>

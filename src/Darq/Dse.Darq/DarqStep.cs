@@ -25,6 +25,19 @@ public sealed class DarqStep
     /// <summary>Whether the step neither consumes nor produces anything.</summary>
     public bool IsEmpty => _consumed.Count == 0 && _self.Count == 0 && _out.Count == 0;
 
+    /// <summary>
+    /// Empties the step so that it can describe the next one: a processor may reuse one <see cref="DarqStep"/> for every
+    /// step, once the previous step's task has completed (the DARQ copies what it appends and reads the step no more).
+    /// </summary>
+    /// <returns>This step.</returns>
+    public DarqStep Clear()
+    {
+        _consumed.Clear();
+        _self.Clear();
+        _out.Clear();
+        return this;
+    }
+
     /// <summary>Adds a message to consume, by log sequence number.</summary>
     /// <param name="lsn">The message's LSN, as streamed to the processor.</param>
     /// <returns>This step.</returns>

@@ -1,0 +1,106 @@
+namespace Dse.Darq.Tests;
+
+/// <summary>The LSN-ordered collections behave as the sorted collections they replace, under random operations.</summary>
+public sealed class LsnOrderedMapTests
+{
+    [Theory]
+    [InlineData(1, false)]
+    [InlineData(2, false)]
+    [InlineData(3, true)]
+    [InlineData(4, true)]
+    public void Map_RandomOperations_MatchSortedDictionary(int seed, bool outOfOrder)
+    {
+        var random = new Random(seed);
+        var map = new LsnOrderedMap<int>();
+        var expected = new SortedDictionary<long, int>();
+        long next = 0;
+        for (int i = 0; i < 5_000; i++)
+        {
+            int operation = random.Next(10);
+            if (operation < 5)
+            {
+                // Mostly increasing keys (as log addresses are); sometimes an older key when out of order is allowed.
+                long key = outOfOrder && random.Next(4) == 0 ? random.Next((int)next + 1) : (next += 1 + random.Next(3));
+                bool added = map.TryAdd(key, i);
+                Assert.True(added == expected.TryAdd(key, i), $"seed {seed}, step {i}: TryAdd({key}) disagrees");
+            }
+            else if (operation < 9 && expected.Count > 0)
+            {
+                // Remove the oldest mostly (consumption in order), else any key, present or not.
+                long key = random.Next(2) == 0 ? expected.Keys.First() : random.Next((int)next + 1);
+                Assert.True(map.Remove(key) == expected.Remove(key), $"seed {seed}, step {i}: Remove({key}) disagrees");
+            }
+            else
+            {
+                AssertSame(expected, map, $"seed {seed}, step {i}");
+            }
+        }
+
+        AssertSame(expected, map, $"seed {seed}, end");
+        map.Clear();
+        Assert.Empty(map);
+        Assert.False(map.TryGetFirst(out _));
+    }
+
+    [Fact]
+    public void Set_AddRemoveMin_MatchSortedSet()
+    {
+        var random = new Random(5);
+        var set = new LsnOrderedSet();
+        var expected = new SortedSet<long>();
+        for (int i = 0; i < 10_000; i++)
+        {
+            long lsn = random.Next(2_000);
+            if (random.Next(3) == 0)
+            {
+                Assert.Equal(expected.Remove(lsn), set.Remove(lsn));
+            }
+            else
+            {
+                Assert.Equal(expected.Add(lsn), set.Add(lsn));
+            }
+
+            Assert.Equal(expected.Count, set.Count);
+            Assert.Equal(expected.Min, set.Min);
+            Assert.Equal(expected.Max, set.Max);
+            Assert.Equal(expected.Contains(lsn), set.Contains(lsn));
+        }
+
+        Assert.Equal(expected, set);
+
+        // Truncation's pattern: drop everything below a bound from the front.
+        while (set.Count > 0 && set.Min < 1_000)
+        {
+            set.Remove(set.Min);
+        }
+
+        Assert.Equal(expected.Where(lsn => lsn >= 1_000), set);
+    }
+
+    [Fact]
+    public void Map_ChangedDuringEnumeration_Throws()
+    {
+        var map = new LsnOrderedMap<string> { { 1, "a" }, { 2, "b" } };
+        Assert.Throws<InvalidOperationException>(() =>
+        {
+            foreach (var (key, _) in map)
+            {
+                map.Remove(key);
+            }
+        });
+    }
+
+    private static void AssertSame(SortedDictionary<long, int> expected, LsnOrderedMap<int> map, string where)
+    {
+        Assert.True(expected.Count == map.Count, $"{where}: count {map.Count}, expected {expected.Count}");
+        Assert.Equal(expected.ToList(), map.ToList());
+        Assert.Equal(expected.Values.ToList(), map.Values.ToList());
+        Assert.Equal(expected.Keys.ToList(), map.Keys.ToList());
+        if (expected.Count > 0)
+        {
+            Assert.True(map.TryGetFirst(out long first) && first == expected.Keys.First(), $"{where}: first key");
+            Assert.True(map.TryGetLast(out long last) && last == expected.Keys.Last(), $"{where}: last key");
+            Assert.True(map.TryGetValue(first, out int value) && value == expected[first], $"{where}: value of the first key");
+        }
+    }
+}
