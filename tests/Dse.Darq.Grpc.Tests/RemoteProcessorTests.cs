@@ -1,3 +1,4 @@
+using Dse.Storage;
 using Grpc.Core;
 
 namespace Dse.Darq.Grpc.Tests;
@@ -216,5 +217,66 @@ public sealed class RemoteProcessorTests
         Assert.Equal([DarqMessageKind.Self, DarqMessageKind.Activity], messages.Select(m => m.Kind));
         var activity = DarqActivity.FromMessage(messages[1], "orders");
         Assert.Equal((activityLsn, "charge", "42"), (activity.Lsn, activity.Name, System.Text.Encoding.UTF8.GetString(activity.Input.Span)));
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task StepAsync_WaitDurableButCommitsFail_IsNotReportedAsRetryableAndNamesTheAppendedStep()
+    {
+        var storage = new TestStorage("orders");
+        var commits = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Commits));
+        await using var darq = await storage.OpenAsync(options => options.CommitDevice = commits);
+        await using var server = await DarqServer.StartAsync(darq);
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        commits.FailPermanently();
+
+        var error = await Assert.ThrowsAsync<RpcException>(
+            () => processor.StepAsync(new DarqStep().AddSelf("state-1".Bytes()), waitDurable: true).WaitAsync(TestText.Timeout));
+
+        // The step was appended before the commit failed: UNAVAILABLE ("retry") would make a resend append it twice.
+        Assert.Equal(1, darq.UnconsumedCount);
+        Assert.Equal(StatusCode.Aborted, error.StatusCode);
+        Assert.Equal(DarqRpcErrors.NotDurable, error.Trailers.GetValue(DarqRpcErrors.ErrorKey));
+        Assert.True(long.Parse(error.Trailers.GetValue(DarqRpcErrors.DurableAtKey)!, System.Globalization.CultureInfo.InvariantCulture) > 0);
+        Assert.Contains("do not resend", error.Status.Detail, StringComparison.Ordinal);
+
+        // Once the device recovers, the step's address becomes durable without a resend.
+        commits.ClearFaults();
+        long durableAt = long.Parse(error.Trailers.GetValue(DarqRpcErrors.DurableAtKey)!, System.Globalization.CultureInfo.InvariantCulture);
+        for (int attempt = 1; ; attempt++)
+        {
+            try
+            {
+                await processor.WaitForCommitAsync(durableAt).WaitAsync(TestText.Timeout);
+                break;
+            }
+            catch (RpcException retry) when (retry.StatusCode == StatusCode.Unavailable && attempt < 3)
+            {
+                // A commit attempt decided before ClearFaults may still report its failure.
+            }
+        }
+
+        Assert.True(darq.CommittedUntilAddress >= durableAt);
+        Assert.Equal(1, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Enqueue_WithoutProducerWaitDurableButCommitsFail_IsNotReportedAsRetryable()
+    {
+        var storage = new TestStorage("orders");
+        var commits = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Commits));
+        await using var darq = await storage.OpenAsync(options => options.CommitDevice = commits);
+        await using var server = await DarqServer.StartAsync(darq);
+        var client = new V1.DarqService.DarqServiceClient(server.Channel);
+        commits.FailPermanently();
+
+        var error = await Assert.ThrowsAsync<RpcException>(() => client.EnqueueAsync(
+            new V1.EnqueueRequest { Darq = "orders", Payload = Google.Protobuf.ByteString.CopyFromUtf8("a"), WaitDurable = true }).ResponseAsync.WaitAsync(TestText.Timeout));
+
+        Assert.Equal(1, darq.UnconsumedCount);
+        Assert.Equal(StatusCode.Aborted, error.StatusCode);
+        Assert.Equal(DarqRpcErrors.NotDurable, error.Trailers.GetValue(DarqRpcErrors.ErrorKey));
+        commits.ClearFaults();
     }
 }

@@ -51,7 +51,10 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
                 : await darq.EnqueueAsync(request.Payload.Memory, token).ConfigureAwait(false);
             if (request.WaitDurable)
             {
-                await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+                // With a producer id a resend is deduplicated, so UNAVAILABLE ("retry") stays right; without, it is not.
+                await (request.HasProducerId
+                    ? EnsureDurableAsync(darq, result.DurableAt, token)
+                    : EnsureAppendedDurableAsync(method, darq, "message", result.Lsn, result.DurableAt, token)).ConfigureAwait(false);
             }
 
             return new EnqueueReply { Lsn = result.Lsn, Duplicate = result.IsDuplicate, DurableAt = result.DurableAt };
@@ -182,7 +185,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             var result = await darq.StepAsync(request.Incarnation, step, token).ConfigureAwait(false);
             if (request.WaitDurable)
             {
-                await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+                await EnsureAppendedDurableAsync(method, darq, "step", result.CompletionLsn, result.DurableAt, token).ConfigureAwait(false);
             }
 
             var reply = new StepReply { CompletionLsn = result.CompletionLsn, DurableAt = result.DurableAt };
@@ -264,6 +267,22 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     /// </summary>
     private static ValueTask EnsureDurableAsync(Darq darq, long address, CancellationToken cancellationToken) =>
         darq.CommittedUntilAddress >= address ? ValueTask.CompletedTask : darq.CommitAsync(cancellationToken);
+
+    /// <summary>
+    /// <see cref="EnsureDurableAsync"/> for a request that is appended already and would be appended again by a resend: a
+    /// failure is ABORTED naming the appended entry (<see cref="DarqRpcErrors.NotDurable"/>), never UNAVAILABLE.
+    /// </summary>
+    private async ValueTask EnsureAppendedDurableAsync(string method, Darq darq, string what, long lsn, long durableAt, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await EnsureDurableAsync(darq, durableAt, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception e) when (e is IOException or ObjectDisposedException or InvalidOperationException)
+        {
+            throw Refuse(method, DarqRpcErrors.AppendedNotDurable(method, darq.Name, what, lsn, durableAt, e));
+        }
+    }
 
     private Darq Resolve(string method, string name)
     {

@@ -140,7 +140,11 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <returns>Where the step's entries went.</returns>
     /// <exception cref="DarqStaleIncarnationException">A newer processor registered (or the DARQ restarted).</exception>
     /// <exception cref="DarqStepRejectedException">A consumed LSN failed validation; nothing was applied.</exception>
-    /// <exception cref="RpcException">INVALID_ARGUMENT for a malformed step (empty, too large), UNAVAILABLE when the DARQ cannot serve.</exception>
+    /// <exception cref="RpcException">
+    /// INVALID_ARGUMENT for a malformed step (empty, too large), UNAVAILABLE when the DARQ cannot serve (nothing appended);
+    /// ABORTED (<see cref="DarqRpcErrors.NotDurable"/>) when <paramref name="waitDurable"/> and the step was appended but
+    /// could not be made durable: do not resend it, await the <see cref="DarqRpcErrors.DurableAtKey"/> trailer's address.
+    /// </exception>
     public async Task<DarqStepResult> StepAsync(DarqStep step, bool waitDurable = false, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(step);
