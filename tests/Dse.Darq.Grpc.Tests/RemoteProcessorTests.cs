@@ -279,4 +279,14 @@ public sealed class RemoteProcessorTests
         Assert.Equal(DarqRpcErrors.NotDurable, error.Trailers.GetValue(DarqRpcErrors.ErrorKey));
         commits.ClearFaults();
     }
+
+    [Fact]
+    public async Task RegisterAsync_Cancelled_ThrowsOperationCanceledLikeTheOtherCalls()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(
+            () => RemoteDarqProcessor.RegisterAsync(server.Channel, "orders", new CancellationToken(canceled: true)).WaitAsync(TestText.Timeout));
+    }
 }

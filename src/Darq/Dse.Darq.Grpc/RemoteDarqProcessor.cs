@@ -56,6 +56,7 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <param name="cancellationToken">Cancels waiting for the registration (once the server appended it, it stands).</param>
     /// <returns>The registered processor.</returns>
     /// <exception cref="RpcException">NOT_FOUND for an unknown DARQ, UNAVAILABLE when it is closed or unreachable.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled.</exception>
     public static async Task<RemoteDarqProcessor> RegisterAsync(CallInvoker callInvoker, string darq, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(callInvoker);
@@ -77,6 +78,13 @@ public sealed class RemoteDarqProcessor : IDisposable
 
             cancellationToken.ThrowIfCancellationRequested();
             return new RemoteDarqProcessor(client, call, closing, darq, call.ResponseStream.Current.Registration);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            call.Dispose();
+            closing.Dispose();
+            throw new OperationCanceledException($"Registering a processor with DARQ '{darq}' was cancelled; if the server appended the registration, it stands.",
+                e, cancellationToken);
         }
         catch
         {
