@@ -289,4 +289,41 @@ public sealed class RemoteProcessorTests
         await Assert.ThrowsAnyAsync<OperationCanceledException>(
             () => RemoteDarqProcessor.RegisterAsync(server.Channel, "orders", new CancellationToken(canceled: true)).WaitAsync(TestText.Timeout));
     }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task WaitForCommitAsync_DarqRestartedAndLostTheStep_IsRefusedAsStaleNotAcknowledged()
+    {
+        var storage = new TestStorage("orders");
+        var logFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Log));
+        var commitFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Commits));
+        var darq = await storage.OpenAsync(options => (options.LogDevice, options.CommitDevice) = (logFaults, commitFaults));
+        await using var server = await DarqServer.StartAsync(darq);
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        var step = await processor.StepAsync(new DarqStep().AddSelf("state-1".Bytes()));
+
+        // The DARQ crashes before the step is committed, and comes back (same name, same server) without it.
+        logFaults.CutNow();
+        commitFaults.CutNow();
+        await darq.DisposeAsync();
+        await using var reopened = await storage.OpenAsync();
+        server.Registry.Add(reopened);
+        while (reopened.TailAddress <= step.DurableAt)
+        {
+            await reopened.EnqueueAsync(new byte[1000]);
+        }
+
+        // Acknowledging the address would tell the processor its lost step is durable.
+        var error = await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => processor.WaitForCommitAsync(step.DurableAt).WaitAsync(TestText.Timeout));
+
+        Assert.Equal(processor.Incarnation, error.Incarnation);
+        var local = await reopened.RegisterProcessorAsync();
+        var replayed = new List<DarqMessage>();
+        while (local.Messages.TryRead(out var message))
+        {
+            replayed.Add(message);
+        }
+
+        Assert.DoesNotContain(replayed, m => m.Kind == DarqMessageKind.Self);
+    }
 }

@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using Dse.Darq.Grpc.V1;
 using Google.Protobuf;
 using Grpc.Core;
@@ -92,7 +93,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         {
             await responseStream.WriteAsync(new ProcessorEvent
             {
-                Registration = new Registration { Incarnation = processor.Incarnation, ReplayCount = processor.ReplayCount },
+                Registration = new Registration { Incarnation = processor.Incarnation, ReplayCount = processor.ReplayCount, Instance = InstanceOf(darq) },
             }).ConfigureAwait(false);
 
             await foreach (var message in processor.ReadAllAsync(token).ConfigureAwait(false))
@@ -244,6 +245,14 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"address is {request.Address}; a log address is never negative."));
         }
 
+        if (request.Instance != 0 && request.Instance != InstanceOf(darq))
+        {
+            // Reopened since the processor registered: the address may be of a step the restart lost, and a commit of
+            // whatever now lies there must not acknowledge it. Steps of that processor are refused the same way.
+            DarqGrpcLog.RestartedSinceRegistration(_logger, darq.Name, request.Incarnation, request.Address);
+            throw Refuse(method, DarqRpcErrors.ToRpcException(new DarqStaleIncarnationException(darq.Name, request.Incarnation, darq.Incarnation), method, darq.Name)!);
+        }
+
         if (request.Address > darq.TailAddress)
         {
             throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
@@ -283,6 +292,12 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             throw Refuse(method, DarqRpcErrors.AppendedNotDurable(method, darq.Name, what, lsn, durableAt, e));
         }
     }
+
+    /// <summary>The random, nonzero id of an open DARQ instance (a reopened DARQ is another instance, with another id).</summary>
+    private static long InstanceOf(Darq darq) =>
+        Instances.GetValue(darq, static _ => new StrongBox<long>(Random.Shared.NextInt64(1, long.MaxValue))).Value;
+
+    private static readonly ConditionalWeakTable<Darq, StrongBox<long>> Instances = new();
 
     private Darq Resolve(string method, string name)
     {

@@ -18,6 +18,9 @@ public sealed class RemoteDarqProcessor : IDisposable
     private readonly CancellationTokenSource _closing;
     private int _reading;
 
+    /// <summary>The open instance of the DARQ this processor registered with (0 from a server that does not say).</summary>
+    private readonly long _instance;
+
     private RemoteDarqProcessor(DarqService.DarqServiceClient client, AsyncServerStreamingCall<ProcessorEvent> call, CancellationTokenSource closing,
         string darq, Registration registration)
     {
@@ -27,6 +30,7 @@ public sealed class RemoteDarqProcessor : IDisposable
         Darq = darq;
         Incarnation = registration.Incarnation;
         ReplayCount = registration.ReplayCount;
+        _instance = registration.Instance;
     }
 
     /// <summary>The DARQ's name.</summary>
@@ -198,9 +202,22 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <summary>Waits until the remote DARQ's log is durable up to an address (from a step result), committing if needed.</summary>
     /// <param name="address">The address.</param>
     /// <param name="cancellationToken">Cancels waiting.</param>
-    public async Task WaitForCommitAsync(long address, CancellationToken cancellationToken = default) =>
-        await _client.WaitForCommitAsync(new WaitForCommitRequest { Darq = Darq, Address = address }, cancellationToken: cancellationToken)
-            .ConfigureAwait(false);
+    /// <exception cref="DarqStaleIncarnationException">
+    /// The DARQ restarted since this processor registered: the address may be of a step the restart lost, so it is not
+    /// acknowledged; register again (the replay shows what the log holds).
+    /// </exception>
+    public async Task WaitForCommitAsync(long address, CancellationToken cancellationToken = default)
+    {
+        var request = new WaitForCommitRequest { Darq = Darq, Address = address, Instance = _instance, Incarnation = Incarnation };
+        try
+        {
+            await _client.WaitForCommitAsync(request, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is { } refused)
+        {
+            throw refused;
+        }
+    }
 
     /// <summary>Cancels the message stream.</summary>
     public void Dispose()
