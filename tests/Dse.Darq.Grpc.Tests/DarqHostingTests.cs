@@ -128,6 +128,31 @@ public sealed class DarqHostingTests
     }
 
     [Fact]
+    public async Task AddDarq_WebServerFailsToStartAfterDarqsOpened_DisposingTheHostClosesThem()
+    {
+        // The port is taken, so Kestrel fails to start after the DARQ hosted service opened the DARQs.
+        using var taken = new System.Net.Sockets.TcpListener(IPAddress.Loopback, 0);
+        taken.Start();
+        int port = ((IPEndPoint)taken.LocalEndpoint).Port;
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, port, listen => listen.Protocols = HttpProtocols.Http2));
+        builder.Services.AddDarq("orders", options => InMemory(options));
+        var app = builder.Build();
+        app.MapDarqService();
+        var resolver = app.Services.GetRequiredService<IDarqResolver>();
+
+        await Assert.ThrowsAsync<IOException>(() => app.StartAsync());
+        var orders = resolver.Resolve("orders");
+        await app.DisposeAsync();
+
+        // The host never stops a service whose start it abandoned: disposing it must close what was opened.
+        Assert.NotNull(orders);
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => orders.CommitAsync().AsTask());
+        Assert.Null(resolver.Resolve("orders"));
+    }
+
+    [Fact]
     public void AddDarq_SameNameTwice_RegistersOneDarqWithBothCallbacks()
     {
         var services = new ServiceCollection();

@@ -76,6 +76,20 @@ public sealed class RemoteDeliveryTests
     }
 
     [Fact]
+    public async Task DeliverAsync_Cancelled_ThrowsOperationCanceledSoTheDeliveryLoopEndsQuietly()
+    {
+        await using var darq = await new TestStorage("billing").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var destination = new GrpcDarqDestination(server.Channel);
+
+        // The delivery loop takes only OperationCanceledException for its own cancellation (a closing DARQ); anything
+        // else is logged as a failed delivery.
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => destination.DeliverAsync(
+            new DarqDelivery("orders", 1, "billing", "bill-1".Bytes()), new CancellationToken(canceled: true)).AsTask().WaitAsync(TestText.Timeout));
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task Deliver_BadRequests_AreRefusedAndChangeNothing()
     {
         await using var darq = await new TestStorage("b").OpenAsync();

@@ -1,3 +1,4 @@
+using Dse.Storage;
 using Grpc.Core;
 
 namespace Dse.Darq.Grpc.Tests;
@@ -216,5 +217,113 @@ public sealed class RemoteProcessorTests
         Assert.Equal([DarqMessageKind.Self, DarqMessageKind.Activity], messages.Select(m => m.Kind));
         var activity = DarqActivity.FromMessage(messages[1], "orders");
         Assert.Equal((activityLsn, "charge", "42"), (activity.Lsn, activity.Name, System.Text.Encoding.UTF8.GetString(activity.Input.Span)));
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task StepAsync_WaitDurableButCommitsFail_IsNotReportedAsRetryableAndNamesTheAppendedStep()
+    {
+        var storage = new TestStorage("orders");
+        var commits = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Commits));
+        await using var darq = await storage.OpenAsync(options => options.CommitDevice = commits);
+        await using var server = await DarqServer.StartAsync(darq);
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        commits.FailPermanently();
+
+        var error = await Assert.ThrowsAsync<RpcException>(
+            () => processor.StepAsync(new DarqStep().AddSelf("state-1".Bytes()), waitDurable: true).WaitAsync(TestText.Timeout));
+
+        // The step was appended before the commit failed: UNAVAILABLE ("retry") would make a resend append it twice.
+        Assert.Equal(1, darq.UnconsumedCount);
+        Assert.Equal(StatusCode.Aborted, error.StatusCode);
+        Assert.Equal(DarqRpcErrors.NotDurable, error.Trailers.GetValue(DarqRpcErrors.ErrorKey));
+        Assert.True(long.Parse(error.Trailers.GetValue(DarqRpcErrors.DurableAtKey)!, System.Globalization.CultureInfo.InvariantCulture) > 0);
+        Assert.Contains("do not resend", error.Status.Detail, StringComparison.Ordinal);
+
+        // Once the device recovers, the step's address becomes durable without a resend.
+        commits.ClearFaults();
+        long durableAt = long.Parse(error.Trailers.GetValue(DarqRpcErrors.DurableAtKey)!, System.Globalization.CultureInfo.InvariantCulture);
+        for (int attempt = 1; ; attempt++)
+        {
+            try
+            {
+                await processor.WaitForCommitAsync(durableAt).WaitAsync(TestText.Timeout);
+                break;
+            }
+            catch (RpcException retry) when (retry.StatusCode == StatusCode.Unavailable && attempt < 3)
+            {
+                // A commit attempt decided before ClearFaults may still report its failure.
+            }
+        }
+
+        Assert.True(darq.CommittedUntilAddress >= durableAt);
+        Assert.Equal(1, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Enqueue_WithoutProducerWaitDurableButCommitsFail_IsNotReportedAsRetryable()
+    {
+        var storage = new TestStorage("orders");
+        var commits = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Commits));
+        await using var darq = await storage.OpenAsync(options => options.CommitDevice = commits);
+        await using var server = await DarqServer.StartAsync(darq);
+        var client = new V1.DarqService.DarqServiceClient(server.Channel);
+        commits.FailPermanently();
+
+        var error = await Assert.ThrowsAsync<RpcException>(() => client.EnqueueAsync(
+            new V1.EnqueueRequest { Darq = "orders", Payload = Google.Protobuf.ByteString.CopyFromUtf8("a"), WaitDurable = true }).ResponseAsync.WaitAsync(TestText.Timeout));
+
+        Assert.Equal(1, darq.UnconsumedCount);
+        Assert.Equal(StatusCode.Aborted, error.StatusCode);
+        Assert.Equal(DarqRpcErrors.NotDurable, error.Trailers.GetValue(DarqRpcErrors.ErrorKey));
+        commits.ClearFaults();
+    }
+
+    [Fact]
+    public async Task RegisterAsync_Cancelled_ThrowsOperationCanceledLikeTheOtherCalls()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(
+            () => RemoteDarqProcessor.RegisterAsync(server.Channel, "orders", new CancellationToken(canceled: true)).WaitAsync(TestText.Timeout));
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task WaitForCommitAsync_DarqRestartedAndLostTheStep_IsRefusedAsStaleNotAcknowledged()
+    {
+        var storage = new TestStorage("orders");
+        var logFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Log));
+        var commitFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(storage.Commits));
+        var darq = await storage.OpenAsync(options => (options.LogDevice, options.CommitDevice) = (logFaults, commitFaults));
+        await using var server = await DarqServer.StartAsync(darq);
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        var step = await processor.StepAsync(new DarqStep().AddSelf("state-1".Bytes()));
+
+        // The DARQ crashes before the step is committed, and comes back (same name, same server) without it.
+        logFaults.CutNow();
+        commitFaults.CutNow();
+        await darq.DisposeAsync();
+        await using var reopened = await storage.OpenAsync();
+        server.Registry.Add(reopened);
+        while (reopened.TailAddress <= step.DurableAt)
+        {
+            await reopened.EnqueueAsync(new byte[1000]);
+        }
+
+        // Acknowledging the address would tell the processor its lost step is durable.
+        var error = await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => processor.WaitForCommitAsync(step.DurableAt).WaitAsync(TestText.Timeout));
+
+        Assert.Equal(processor.Incarnation, error.Incarnation);
+        var local = await reopened.RegisterProcessorAsync();
+        var replayed = new List<DarqMessage>();
+        while (local.Messages.TryRead(out var message))
+        {
+            replayed.Add(message);
+        }
+
+        Assert.DoesNotContain(replayed, m => m.Kind == DarqMessageKind.Self);
     }
 }

@@ -22,6 +22,10 @@ internal static partial class DarqGrpcLog
         Message = "DarqService.{Method} failed unexpectedly")]
     public static partial void Failed(ILogger logger, Exception exception, string method);
 
+    [LoggerMessage(EventId = 4104, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}' restarted since remote processor incarnation {Incarnation} registered: its WaitForCommit of address {Address} is refused (the address may be of a lost step).")]
+    public static partial void RestartedSinceRegistration(ILogger logger, string darq, long incarnation, long address);
+
     [LoggerMessage(EventId = 4110, Level = LogLevel.Warning,
         Message = "Remote producer {ProducerId} of DARQ '{Darq}': enqueue of sequence number {SequenceNumber} failed with {Status} (attempt {Attempt}); resending in {DelayMs} ms.")]
     public static partial void EnqueueRetrying(ILogger logger, long producerId, string darq, long sequenceNumber, StatusCode status, int attempt, long delayMs);

@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using Dse.Darq.Grpc.V1;
 using Google.Protobuf;
 using Grpc.Core;
@@ -51,7 +52,10 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
                 : await darq.EnqueueAsync(request.Payload.Memory, token).ConfigureAwait(false);
             if (request.WaitDurable)
             {
-                await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+                // With a producer id a resend is deduplicated, so UNAVAILABLE ("retry") stays right; without, it is not.
+                await (request.HasProducerId
+                    ? EnsureDurableAsync(darq, result.DurableAt, token)
+                    : EnsureAppendedDurableAsync(method, darq, "message", result.Lsn, result.DurableAt, token)).ConfigureAwait(false);
             }
 
             return new EnqueueReply { Lsn = result.Lsn, Duplicate = result.IsDuplicate, DurableAt = result.DurableAt };
@@ -89,7 +93,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         {
             await responseStream.WriteAsync(new ProcessorEvent
             {
-                Registration = new Registration { Incarnation = processor.Incarnation, ReplayCount = processor.ReplayCount },
+                Registration = new Registration { Incarnation = processor.Incarnation, ReplayCount = processor.ReplayCount, Instance = InstanceOf(darq) },
             }).ConfigureAwait(false);
 
             await foreach (var message in processor.ReadAllAsync(token).ConfigureAwait(false))
@@ -182,7 +186,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             var result = await darq.StepAsync(request.Incarnation, step, token).ConfigureAwait(false);
             if (request.WaitDurable)
             {
-                await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+                await EnsureAppendedDurableAsync(method, darq, "step", result.CompletionLsn, result.DurableAt, token).ConfigureAwait(false);
             }
 
             var reply = new StepReply { CompletionLsn = result.CompletionLsn, DurableAt = result.DurableAt };
@@ -241,6 +245,14 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"address is {request.Address}; a log address is never negative."));
         }
 
+        if (request.Instance != 0 && request.Instance != InstanceOf(darq))
+        {
+            // Reopened since the processor registered: the address may be of a step the restart lost, and a commit of
+            // whatever now lies there must not acknowledge it. Steps of that processor are refused the same way.
+            DarqGrpcLog.RestartedSinceRegistration(_logger, darq.Name, request.Incarnation, request.Address);
+            throw Refuse(method, DarqRpcErrors.ToRpcException(new DarqStaleIncarnationException(darq.Name, request.Incarnation, darq.Incarnation), method, darq.Name)!);
+        }
+
         if (request.Address > darq.TailAddress)
         {
             throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
@@ -264,6 +276,28 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     /// </summary>
     private static ValueTask EnsureDurableAsync(Darq darq, long address, CancellationToken cancellationToken) =>
         darq.CommittedUntilAddress >= address ? ValueTask.CompletedTask : darq.CommitAsync(cancellationToken);
+
+    /// <summary>
+    /// <see cref="EnsureDurableAsync"/> for a request that is appended already and would be appended again by a resend: a
+    /// failure is ABORTED naming the appended entry (<see cref="DarqRpcErrors.NotDurable"/>), never UNAVAILABLE.
+    /// </summary>
+    private async ValueTask EnsureAppendedDurableAsync(string method, Darq darq, string what, long lsn, long durableAt, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await EnsureDurableAsync(darq, durableAt, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception e) when (e is IOException or ObjectDisposedException or InvalidOperationException)
+        {
+            throw Refuse(method, DarqRpcErrors.AppendedNotDurable(method, darq.Name, what, lsn, durableAt, e));
+        }
+    }
+
+    /// <summary>The random, nonzero id of an open DARQ instance (a reopened DARQ is another instance, with another id).</summary>
+    private static long InstanceOf(Darq darq) =>
+        Instances.GetValue(darq, static _ => new StrongBox<long>(Random.Shared.NextInt64(1, long.MaxValue))).Value;
+
+    private static readonly ConditionalWeakTable<Darq, StrongBox<long>> Instances = new();
 
     private Darq Resolve(string method, string name)
     {

@@ -9,7 +9,7 @@ namespace Dse.Darq.Grpc;
 /// </summary>
 public static class DarqRpcErrors
 {
-    /// <summary>Trailer naming the kind of refusal: <see cref="StaleIncarnation"/> or <see cref="StepRejected"/>.</summary>
+    /// <summary>Trailer naming the kind of refusal (<see cref="StaleIncarnation"/>, <see cref="StepRejected"/>) or <see cref="NotDurable"/>.</summary>
     public const string ErrorKey = "dse-darq-error";
 
     /// <summary>Trailer: the DARQ's name.</summary>
@@ -26,6 +26,16 @@ public static class DarqRpcErrors
 
     /// <summary>Trailer: why a step was refused (a <see cref="DarqStepRejection"/> name).</summary>
     public const string ReasonKey = "dse-darq-reason";
+
+    /// <summary>Trailer: the log address to await (WaitForCommit) for an appended request that is not durable yet.</summary>
+    public const string DurableAtKey = "dse-darq-durable-at";
+
+    /// <summary>
+    /// Value of <see cref="ErrorKey"/> (status ABORTED) for a <c>wait_durable</c> step or undeduplicated enqueue that was
+    /// appended but could not be made durable: it must not be resent (that would append it twice); await
+    /// <see cref="DurableAtKey"/> with WaitForCommit, or re-register to see what the log holds.
+    /// </summary>
+    public const string NotDurable = "not-durable";
 
     /// <summary>Value of <see cref="ErrorKey"/> for a <see cref="DarqStaleIncarnationException"/>.</summary>
     public const string StaleIncarnation = "stale-incarnation";
@@ -100,6 +110,22 @@ public static class DarqRpcErrors
         InvalidOperationException invalid => new RpcException(new Status(StatusCode.FailedPrecondition, $"{method}: {invalid.Message}")),
         _ => null,
     };
+
+    /// <summary>
+    /// ABORTED for a request that was appended (at <paramref name="lsn"/>) but whose durability wait failed with
+    /// <paramref name="error"/>: unlike UNAVAILABLE, it says "do not resend".
+    /// </summary>
+    internal static RpcException AppendedNotDurable(string method, string darq, string what, long lsn, long durableAt, Exception error) => new(
+        new Status(StatusCode.Aborted,
+            $"{method}: the {what} was appended to DARQ '{darq}' (LSN {lsn}) but could not be made durable ({error.Message}); do not resend it, " +
+            $"that would append it again: await WaitForCommit of address {durableAt}, or register again to see what the log holds."),
+        new Metadata
+        {
+            { ErrorKey, NotDurable },
+            { DarqKey, darq },
+            { LsnKey, lsn.ToString(CultureInfo.InvariantCulture) },
+            { DurableAtKey, durableAt.ToString(CultureInfo.InvariantCulture) },
+        });
 
     /// <summary>NOT_FOUND for a DARQ name the server does not host.</summary>
     internal static RpcException UnknownDarq(string method, string darq) =>

@@ -50,6 +50,15 @@ public sealed class GrpcDarqDestination : IDarqDestination
             SourceLsn = delivery.SourceLsn,
             Payload = ByteString.CopyFrom(delivery.Payload.Span),
         };
-        await _client.DeliverAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+        try
+        {
+            await _client.DeliverAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            // The delivery loop ends on its own cancellation only as OperationCanceledException (a closing DARQ).
+            throw new OperationCanceledException($"Delivering OUT message {delivery.SourceLsn} of DARQ '{delivery.Source}' to '{request.Darq}' was cancelled.",
+                e, cancellationToken);
+        }
     }
 }

@@ -18,6 +18,9 @@ public sealed class RemoteDarqProcessor : IDisposable
     private readonly CancellationTokenSource _closing;
     private int _reading;
 
+    /// <summary>The open instance of the DARQ this processor registered with (0 from a server that does not say).</summary>
+    private readonly long _instance;
+
     private RemoteDarqProcessor(DarqService.DarqServiceClient client, AsyncServerStreamingCall<ProcessorEvent> call, CancellationTokenSource closing,
         string darq, Registration registration)
     {
@@ -27,6 +30,7 @@ public sealed class RemoteDarqProcessor : IDisposable
         Darq = darq;
         Incarnation = registration.Incarnation;
         ReplayCount = registration.ReplayCount;
+        _instance = registration.Instance;
     }
 
     /// <summary>The DARQ's name.</summary>
@@ -56,6 +60,7 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <param name="cancellationToken">Cancels waiting for the registration (once the server appended it, it stands).</param>
     /// <returns>The registered processor.</returns>
     /// <exception cref="RpcException">NOT_FOUND for an unknown DARQ, UNAVAILABLE when it is closed or unreachable.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled.</exception>
     public static async Task<RemoteDarqProcessor> RegisterAsync(CallInvoker callInvoker, string darq, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(callInvoker);
@@ -77,6 +82,13 @@ public sealed class RemoteDarqProcessor : IDisposable
 
             cancellationToken.ThrowIfCancellationRequested();
             return new RemoteDarqProcessor(client, call, closing, darq, call.ResponseStream.Current.Registration);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            call.Dispose();
+            closing.Dispose();
+            throw new OperationCanceledException($"Registering a processor with DARQ '{darq}' was cancelled; if the server appended the registration, it stands.",
+                e, cancellationToken);
         }
         catch
         {
@@ -140,7 +152,11 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <returns>Where the step's entries went.</returns>
     /// <exception cref="DarqStaleIncarnationException">A newer processor registered (or the DARQ restarted).</exception>
     /// <exception cref="DarqStepRejectedException">A consumed LSN failed validation; nothing was applied.</exception>
-    /// <exception cref="RpcException">INVALID_ARGUMENT for a malformed step (empty, too large), UNAVAILABLE when the DARQ cannot serve.</exception>
+    /// <exception cref="RpcException">
+    /// INVALID_ARGUMENT for a malformed step (empty, too large), UNAVAILABLE when the DARQ cannot serve (nothing appended);
+    /// ABORTED (<see cref="DarqRpcErrors.NotDurable"/>) when <paramref name="waitDurable"/> and the step was appended but
+    /// could not be made durable: do not resend it, await the <see cref="DarqRpcErrors.DurableAtKey"/> trailer's address.
+    /// </exception>
     public async Task<DarqStepResult> StepAsync(DarqStep step, bool waitDurable = false, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(step);
@@ -186,9 +202,22 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <summary>Waits until the remote DARQ's log is durable up to an address (from a step result), committing if needed.</summary>
     /// <param name="address">The address.</param>
     /// <param name="cancellationToken">Cancels waiting.</param>
-    public async Task WaitForCommitAsync(long address, CancellationToken cancellationToken = default) =>
-        await _client.WaitForCommitAsync(new WaitForCommitRequest { Darq = Darq, Address = address }, cancellationToken: cancellationToken)
-            .ConfigureAwait(false);
+    /// <exception cref="DarqStaleIncarnationException">
+    /// The DARQ restarted since this processor registered: the address may be of a step the restart lost, so it is not
+    /// acknowledged; register again (the replay shows what the log holds).
+    /// </exception>
+    public async Task WaitForCommitAsync(long address, CancellationToken cancellationToken = default)
+    {
+        var request = new WaitForCommitRequest { Darq = Darq, Address = address, Instance = _instance, Incarnation = Incarnation };
+        try
+        {
+            await _client.WaitForCommitAsync(request, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is { } refused)
+        {
+            throw refused;
+        }
+    }
 
     /// <summary>Cancels the message stream.</summary>
     public void Dispose()

@@ -11,13 +11,14 @@ namespace Dse.Darq.Hosting;
 /// <see cref="DarqOptions.Destinations"/> delivers OUT messages to the host's other DARQs in process and to the
 /// remote destinations by gRPC. A DARQ that cannot open fails the start (the ones already open are closed). Stop: once
 /// every hosted service stopped (the web server included), closes the DARQs in reverse order, each committing what it
-/// appended.
+/// appended. Disposing closes the DARQs too: a host whose start fails after this service started (for example the web
+/// server cannot bind its port) never stops it, only disposes it.
 /// </summary>
 internal sealed class DarqHostedService(
     DarqHostRegistry registrations,
     DarqRegistry registry,
     IOptionsMonitor<DarqOptions> options,
-    ILoggerFactory loggerFactory) : IHostedLifecycleService, IDisposable
+    ILoggerFactory loggerFactory) : IHostedLifecycleService, IAsyncDisposable, IDisposable
 {
     private readonly ILogger _logger = loggerFactory.CreateLogger<DarqHostedService>();
     private readonly List<Darq> _open = [];
@@ -79,7 +80,15 @@ internal sealed class DarqHostedService(
     /// <summary>After every hosted service stopped, so no call uses the DARQs any more: close them.</summary>
     public Task StoppedAsync(CancellationToken cancellationToken) => CloseAllAsync();
 
-    public void Dispose() => _destinations?.Dispose();
+    /// <summary>Closes the DARQs a stop did not close (the host's start failed after this service started), then the channels.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        await CloseAllAsync().ConfigureAwait(false);
+        _destinations?.Dispose();
+    }
+
+    /// <summary>For a container disposed synchronously: the same as <see cref="DisposeAsync"/>.</summary>
+    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
 
     private async Task CloseAllAsync()
     {
