@@ -193,6 +193,19 @@ internal static class DarqEntryFormat
             return $"unknown entry kind {(byte)kind}";
         }
 
+        // A flag this build does not know could change what the entry means (as the activity flag did for SELF), so it
+        // is refused rather than ignored.
+        ushort knownFlags = kind switch
+        {
+            DarqEntryKind.In => HasDedupFlag,
+            DarqEntryKind.Self => ActivityFlag,
+            _ => 0,
+        };
+        if ((flags & ~knownFlags) != 0)
+        {
+            return $"a {kind} entry has unknown flags 0x{flags & ~knownFlags:x4}";
+        }
+
         return bodyLength < minimumBody ? $"a {kind} entry needs at least {minimumBody} body bytes, this one has {bodyLength}" : null;
     }
 
