@@ -26,6 +26,8 @@ internal static class ChartRunner
             report => CommitLatencyChart.Render(report, outDir, output));
         failed |= !Draw(resultsDir, InterceptorOverheadChart.InputFile, output, error,
             report => [InterceptorOverheadChart.Render(report, outDir)]);
+        failed |= !Draw(resultsDir, DarqReflectChart.InputFile, output, error,
+            report => [DarqReflectChart.Render(report, outDir)]);
         return failed ? InputError : Success;
     }
 

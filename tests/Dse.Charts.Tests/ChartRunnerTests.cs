@@ -18,12 +18,13 @@ public sealed class ChartRunnerTests : IDisposable
     {
         _folder.WriteTwoPc(transactions: 3000);
         _folder.WriteInterceptor();
+        _folder.WriteDarqReflect();
 
         var exit = Run();
 
         Assert.True(exit == ChartRunner.Success, _error.ToString());
         Assert.Equal(string.Empty, _error.ToString());
-        foreach (var file in new[] { CommitLatencyChart.HistogramFile, CommitLatencyChart.CdfFile, InterceptorOverheadChart.OutputFile })
+        foreach (var file in new[] { CommitLatencyChart.HistogramFile, CommitLatencyChart.CdfFile, InterceptorOverheadChart.OutputFile, DarqReflectChart.OutputFile })
         {
             AssertDrawnPng(Path.Combine(_folder.Output, file));
             Assert.Contains(file, _output.ToString(), StringComparison.Ordinal);
@@ -117,6 +118,18 @@ public sealed class ChartRunnerTests : IDisposable
 
         Assert.Equal(ChartRunner.InputError, exit);
         Assert.Contains($"error: {path}: results: expected an object, found an array", _error.ToString(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Run_DarqReflectWithZeroLatency_FailsNamingField()
+    {
+        var path = _folder.WriteDarqReflect(specP50At5: "0");
+
+        var exit = Run();
+
+        Assert.Equal(ChartRunner.InputError, exit);
+        Assert.Contains($"error: {path}: results.spec_p50_ms_5hop: must be positive", _error.ToString(), StringComparison.Ordinal);
+        Assert.False(File.Exists(Path.Combine(_folder.Output, DarqReflectChart.OutputFile)));
     }
 
     private int Run() => ChartRunner.Run(_folder.Results, _folder.Output, _output, _error);

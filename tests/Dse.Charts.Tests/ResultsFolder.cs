@@ -63,6 +63,16 @@ internal sealed class ResultsFolder : IDisposable
           "results": { "nodse_ops": 41234, "manual_ops": {{manualOps}}, "interceptor_ops": 34100, "manual_ratio": 0.965, "interceptor_ratio": 0.827 } }
         """);
 
+    public string WriteDarqReflect(string specP50At5 = "10.6") => Write("darq-reflect.json", $$"""
+        { "scenario": "darq-reflect", "timestamp_utc": "2026-11-23T07:44:05Z", "quick": false, "elapsed_s": 64.3, {{Machine}},
+          "results": { "spec_p50_ms_1hop": 10.3, "spec_p99_ms_1hop": 25.7, "nonspec_p50_ms_1hop": 10.4, "nonspec_p99_ms_1hop": 81.2,
+            "spec_p50_ms_2hop": 10.4, "spec_p99_ms_2hop": 49.1, "nonspec_p50_ms_2hop": 30.3, "nonspec_p99_ms_2hop": 91.2,
+            "spec_p50_ms_3hop": 10.2, "spec_p99_ms_3hop": 15.0, "nonspec_p50_ms_3hop": 40.2, "nonspec_p99_ms_3hop": 60.1,
+            "spec_p50_ms_4hop": 9.8, "spec_p99_ms_4hop": 14.7, "nonspec_p50_ms_4hop": 62.9, "nonspec_p99_ms_4hop": 135.4,
+            "spec_p50_ms_5hop": {{specP50At5}}, "spec_p99_ms_5hop": 54.7, "nonspec_p50_ms_5hop": 90.6, "nonspec_p99_ms_5hop": 142.2,
+            "commit_interval_ms": 10 } }
+        """);
+
     public void Dispose()
     {
         try
