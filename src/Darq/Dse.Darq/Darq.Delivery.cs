@@ -69,6 +69,7 @@ public sealed partial class Darq
     /// <param name="outLsn">The OUT entry's LSN (from <see cref="DarqStepResult.OutLsns"/>).</param>
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <exception cref="ObjectDisposedException">The DARQ closed before the message was acknowledged.</exception>
+    /// <exception cref="DseRolledBackException">General speculation: a rollback voided the step that produced the message, which is never delivered.</exception>
     public async ValueTask WaitForDeliveredAsync(long outLsn, CancellationToken cancellationToken = default)
     {
         while (true)
@@ -79,6 +80,12 @@ public sealed partial class Darq
             {
                 if (!_pendingOut.ContainsKey(outLsn))
                 {
+                    // A voided OUT entry is no longer pending either, but it was never acknowledged: it never happened.
+                    if (IsVoided(outLsn))
+                    {
+                        throw new DseRolledBackException($"DARQ '{Name}': the OUT message at LSN {outLsn} was rolled back before it was delivered.");
+                    }
+
                     return;
                 }
 
