@@ -337,7 +337,7 @@ public sealed partial class Darq
     {
         try
         {
-            await CommitCoreAsync(CancellationToken.None).ConfigureAwait(false);
+            await CommitVersionAsync(record.Version).ConfigureAwait(false);
             Volatile.Write(ref record.DurableFlag, 1);
             completion.SetDurable();
             SignalDelivery();
@@ -348,6 +348,43 @@ public sealed partial class Darq
         {
             DarqLog.PersistFailed(_logger, e, Name, record.Version);
             completion.SetFailed(e);
+        }
+    }
+
+    /// <summary>
+    /// Issues a commit whose cookie holds every version record captured so far and waits for that very commit. Not
+    /// <see cref="CommitCoreAsync"/>: when another commit (group commit, CommitAsync, truncation) already carried the
+    /// record, it takes its "nothing changed" path and returns once the log's tail is durable, which it may have been
+    /// long before, while the commit whose cookie holds the record is still in flight.
+    /// </summary>
+    private async Task CommitVersionAsync(long version)
+    {
+        ValueTask<(bool Success, long Tail, long CommitNum)> pending;
+        long tail;
+        await _gate.WaitAsync(CancellationToken.None).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            tail = _log.TailAddress;
+            pending = _log.CommitStronglyAsync(CaptureState().Serialize(), -1, CancellationToken.None);
+            _lastCommitTail = tail;
+            _lastCommitBegin = _log.BeginAddress;
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        await UntilCommitFailureAsync(CheckedAsync(pending, Name, version)).ConfigureAwait(false);
+        await WaitForCommitAsync(tail, CancellationToken.None).ConfigureAwait(false);
+        SignalDelivery();
+
+        static async ValueTask CheckedAsync(ValueTask<(bool Success, long Tail, long CommitNum)> commit, string name, long version)
+        {
+            if (!(await commit.ConfigureAwait(false)).Success)
+            {
+                throw new IOException($"DARQ '{name}': FasterLog refused the commit of version {version}.");
+            }
         }
     }
 
