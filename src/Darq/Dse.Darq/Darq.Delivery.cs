@@ -235,7 +235,10 @@ public sealed partial class Darq
 
         if (_dse is not null)
         {
-            return await TryDeliverSpeculativeAsync(destination, lsn, pending, cancellationToken).ConfigureAwait(false);
+            // A destination outside the cluster would keep a message from a version that later rolls back.
+            return destination.ReceivesSpeculatively
+                ? await TryDeliverSpeculativeAsync(destination, lsn, pending, cancellationToken).ConfigureAwait(false)
+                : await TryDeliverRecoverableAsync(destination, lsn, pending, cancellationToken).ConfigureAwait(false);
         }
 
         try

@@ -300,6 +300,92 @@ public sealed partial class Darq
         return true;
     }
 
+    /// <summary>
+    /// General speculation, a destination outside the cluster (<see cref="IDarqDestination.ReceivesSpeculatively"/> false):
+    /// sends one OUT message only once the step that wrote it is recoverable, with a durable acknowledgement, and records
+    /// the acknowledgement in a local action. Until then the message stays pending (the loop retries with backoff).
+    /// </summary>
+    private async ValueTask<bool> TryDeliverRecoverableAsync(IDarqDestination destination, long lsn, PendingOut pending, CancellationToken cancellationToken)
+    {
+        var dse = _dse!;
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            if (!_pendingOut.ContainsKey(lsn))
+            {
+                // Acknowledged meanwhile, or voided by a restore: nothing to send.
+                _outHeaders.TryRemove(lsn, out _);
+                return true;
+            }
+
+            if (!IsRecoverable(lsn, dse))
+            {
+                return false;
+            }
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        try
+        {
+            await destination.DeliverAsync(new DarqDelivery(Name, lsn, pending.Destination, pending.Payload), cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            throw;
+        }
+#pragma warning disable CA1031 // Any failure of the destination means "not acknowledged": the message stays pending.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            DarqLog.DeliveryFailed(_logger, e, Name, lsn, pending.Destination);
+            DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+            return false;
+        }
+
+        await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            await AcknowledgeAsync(lsn, cancellationToken).ConfigureAwait(false);
+        }
+        finally
+        {
+            dse.EndAction();
+        }
+
+        _outHeaders.TryRemove(lsn, out _);
+        return true;
+    }
+
+    /// <summary>Whether the entry at <paramref name="address"/> is inside a version the coordinator committed (it can never be rolled back). Under the gate.</summary>
+    private bool IsRecoverable(long address, StateObject dse)
+    {
+        if (IsVoided(address))
+        {
+            return false;
+        }
+
+        if (address < _prunedTail)
+        {
+            return true;
+        }
+
+        foreach (var record in _versions)
+        {
+            if (record.Tail > address)
+            {
+                // A committed version is never rolled back, so its number cannot belong to another lineage here.
+                return dse.CommittedVersion >= record.Version;
+            }
+        }
+
+        // In the current version, not persisted yet.
+        return false;
+    }
+
     /// <summary>Persist: a DARQ commit whose cookie records the version; the completion fires once it is durable.</summary>
     internal void PersistVersion(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
     {
