@@ -74,4 +74,50 @@ public sealed class DarqSpeculationReviewTests
         await a.WaitForDeliveredAsync(step.OutLsns[0], guard.Token);
         Assert.Equal(0, a.PendingOutCount);
     }
+
+    [Fact]
+    public async Task WaitForRecoverable_DurableAtOfLastEntryInPersistedVersion_CompletesWithoutLaterVersion()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        var coordinator = new ClusterCoordinator();
+        await using var b = await new DarqTestStorage().OpenAsync(DarqGeneralSpeculationTests.General("b", 2, coordinator));
+        var enqueued = await b.EnqueueAsync("m".Bytes(), guard.Token);
+        await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await b.DseStateObject.WaitForCommitAsync(1, 0, guard.Token);
+
+        // Version 1 ends exactly at DurableAt and nothing follows: the barrier must not wait for a version 2 that an
+        // idle DARQ never persists.
+        await b.WaitForRecoverableAsync(enqueued.DurableAt, guard.Token);
+        Assert.Equal(2, b.DseStateObject.CurrentVersion);
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task EnsureDurable_EntryEndsWhereRollbackVoids_DoesNotReportKeptEntryRolledBack()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        var coordinator = new ClusterCoordinator();
+        var aStorage = new DarqTestStorage();
+        await using var b = await new DarqTestStorage().OpenAsync(DarqGeneralSpeculationTests.General("b", 2, coordinator));
+
+        // B version 1 ends with "kept"; what B appends next depends on A's version that never persists.
+        var kept = await b.EnqueueAsync(5, 1, "kept".Bytes(), guard.Token);
+        await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await b.DseStateObject.WaitForCommitAsync(1, 0, guard.Token);
+        await using (var a = await aStorage.OpenAsync(DarqGeneralSpeculationTests.General("a", 1, coordinator)))
+        {
+            await a.EnqueueAsync("x".Bytes(), guard.Token);
+            await a.DseStateObject!.StartLocalActionAsync(guard.Token);
+            var fromA = a.DseStateObject.EndAction();
+            await b.ReceiveSpeculativeAsync(new DarqDelivery("a", 1, "b", "lost".Bytes()) { DseHeader = fromA.ToArray() }, guard.Token);
+            aStorage.CrashNow();
+        }
+
+        // The rollback voids from kept's DurableAt on; the durable acknowledgement of "kept" still stands.
+        await using var a2 = await aStorage.OpenAsync(DarqGeneralSpeculationTests.General("a", 1, coordinator));
+        await b.DseStateObject.RefreshAsync(guard.Token);
+        Assert.Equal(1, b.DseStateObject.WorldLine);
+        await b.EnsureDurableAsync(kept.DurableAt, guard.Token);
+        Assert.Equal(1, b.UnconsumedCount);
+    }
 }

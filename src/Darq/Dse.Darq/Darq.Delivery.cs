@@ -107,7 +107,8 @@ public sealed partial class Darq
         if (_dse is not null)
         {
             // General speculation: a durable acknowledgement waits for the coordinator to commit the version (a barrier).
-            return WaitForRecoverableAsync(address, cancellationToken);
+            // The address is an exclusive end: the entry is the one ending there, not whatever follows it.
+            return WaitForRecoverableAsync(address - 1, cancellationToken);
         }
 
         if (_log.CommittedUntilAddress >= address)

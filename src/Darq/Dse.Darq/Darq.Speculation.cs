@@ -63,7 +63,12 @@ public sealed partial class Darq
     /// speculation) inside a version the coordinator committed. The barrier for external consumers and for durable
     /// acknowledgements to non-speculative producers.
     /// </summary>
-    /// <param name="address">An address from an enqueue or step result (or a message's LSN).</param>
+    /// <param name="address">
+    /// An entry's address (a message's LSN), or the <c>DurableAt</c> of an enqueue or step result. General speculation:
+    /// the entry at <paramref name="address"/>; when nothing has been appended there yet (the tail, as the
+    /// <c>DurableAt</c> of the last entry is), the entry just before it. Pass <c>DurableAt - 1</c> to name exactly the
+    /// entry of a result: a later entry at <c>DurableAt</c> may belong to a later version, or be rolled back alone.
+    /// </param>
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <exception cref="DseRolledBackException">General speculation: the entry was rolled back.</exception>
     public async ValueTask WaitForRecoverableAsync(long address, CancellationToken cancellationToken = default)
@@ -81,6 +86,13 @@ public sealed partial class Darq
         try
         {
             ThrowIfDisposed();
+
+            // The tail holds no entry yet: a version holding it may never be persisted (an idle StateObject does not
+            // advance), so a DurableAt at the tail means the entry that ends there.
+            if (address == _log.TailAddress && address > _log.BeginAddress)
+            {
+                address = _log.TailAddress - 1;
+            }
             if (IsVoided(address))
             {
                 throw new DseRolledBackException($"DARQ '{Name}': the entry at address {address} was rolled back.");
