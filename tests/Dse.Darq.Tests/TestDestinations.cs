@@ -40,6 +40,8 @@ internal sealed class TestDestinations : IDarqDestinations
 
     private sealed class Wrapped(TestDestinations owner, IDarqDestination inner) : IDarqDestination
     {
+        public bool ReceivesSpeculatively => inner.ReceivesSpeculatively;
+
         public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
             => await DeliverSpeculativeAsync(delivery, cancellationToken);
 

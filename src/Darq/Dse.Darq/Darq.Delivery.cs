@@ -69,6 +69,7 @@ public sealed partial class Darq
     /// <param name="outLsn">The OUT entry's LSN (from <see cref="DarqStepResult.OutLsns"/>).</param>
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <exception cref="ObjectDisposedException">The DARQ closed before the message was acknowledged.</exception>
+    /// <exception cref="DseRolledBackException">General speculation: a rollback voided the step that produced the message, which is never delivered.</exception>
     public async ValueTask WaitForDeliveredAsync(long outLsn, CancellationToken cancellationToken = default)
     {
         while (true)
@@ -79,6 +80,12 @@ public sealed partial class Darq
             {
                 if (!_pendingOut.ContainsKey(outLsn))
                 {
+                    // A voided OUT entry is no longer pending either, but it was never acknowledged: it never happened.
+                    if (IsVoided(outLsn))
+                    {
+                        throw new DseRolledBackException($"DARQ '{Name}': the OUT message at LSN {outLsn} was rolled back before it was delivered.");
+                    }
+
                     return;
                 }
 
@@ -100,7 +107,8 @@ public sealed partial class Darq
         if (_dse is not null)
         {
             // General speculation: a durable acknowledgement waits for the coordinator to commit the version (a barrier).
-            return WaitForRecoverableAsync(address, cancellationToken);
+            // The address is an exclusive end: the entry is the one ending there, not whatever follows it.
+            return WaitForRecoverableAsync(address - 1, cancellationToken);
         }
 
         if (_log.CommittedUntilAddress >= address)
@@ -228,7 +236,10 @@ public sealed partial class Darq
 
         if (_dse is not null)
         {
-            return await TryDeliverSpeculativeAsync(destination, lsn, pending, cancellationToken).ConfigureAwait(false);
+            // A destination outside the cluster would keep a message from a version that later rolls back.
+            return destination.ReceivesSpeculatively
+                ? await TryDeliverSpeculativeAsync(destination, lsn, pending, cancellationToken).ConfigureAwait(false)
+                : await TryDeliverRecoverableAsync(destination, lsn, pending, cancellationToken).ConfigureAwait(false);
         }
 
         try

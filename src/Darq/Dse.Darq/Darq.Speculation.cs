@@ -63,7 +63,12 @@ public sealed partial class Darq
     /// speculation) inside a version the coordinator committed. The barrier for external consumers and for durable
     /// acknowledgements to non-speculative producers.
     /// </summary>
-    /// <param name="address">An address from an enqueue or step result (or a message's LSN).</param>
+    /// <param name="address">
+    /// An entry's address (a message's LSN), or the <c>DurableAt</c> of an enqueue or step result. General speculation:
+    /// the entry at <paramref name="address"/>; when nothing has been appended there yet (the tail, as the
+    /// <c>DurableAt</c> of the last entry is), the entry just before it. Pass <c>DurableAt - 1</c> to name exactly the
+    /// entry of a result: a later entry at <c>DurableAt</c> may belong to a later version, or be rolled back alone.
+    /// </param>
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <exception cref="DseRolledBackException">General speculation: the entry was rolled back.</exception>
     public async ValueTask WaitForRecoverableAsync(long address, CancellationToken cancellationToken = default)
@@ -81,6 +86,13 @@ public sealed partial class Darq
         try
         {
             ThrowIfDisposed();
+
+            // The tail holds no entry yet: a version holding it may never be persisted (an idle StateObject does not
+            // advance), so a DurableAt at the tail means the entry that ends there.
+            if (address == _log.TailAddress && address > _log.BeginAddress)
+            {
+                address = _log.TailAddress - 1;
+            }
             if (IsVoided(address))
             {
                 throw new DseRolledBackException($"DARQ '{Name}': the entry at address {address} was rolled back.");
@@ -300,6 +312,92 @@ public sealed partial class Darq
         return true;
     }
 
+    /// <summary>
+    /// General speculation, a destination outside the cluster (<see cref="IDarqDestination.ReceivesSpeculatively"/> false):
+    /// sends one OUT message only once the step that wrote it is recoverable, with a durable acknowledgement, and records
+    /// the acknowledgement in a local action. Until then the message stays pending (the loop retries with backoff).
+    /// </summary>
+    private async ValueTask<bool> TryDeliverRecoverableAsync(IDarqDestination destination, long lsn, PendingOut pending, CancellationToken cancellationToken)
+    {
+        var dse = _dse!;
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            if (!_pendingOut.ContainsKey(lsn))
+            {
+                // Acknowledged meanwhile, or voided by a restore: nothing to send.
+                _outHeaders.TryRemove(lsn, out _);
+                return true;
+            }
+
+            if (!IsRecoverable(lsn, dse))
+            {
+                return false;
+            }
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        try
+        {
+            await destination.DeliverAsync(new DarqDelivery(Name, lsn, pending.Destination, pending.Payload), cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            throw;
+        }
+#pragma warning disable CA1031 // Any failure of the destination means "not acknowledged": the message stays pending.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            DarqLog.DeliveryFailed(_logger, e, Name, lsn, pending.Destination);
+            DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+            return false;
+        }
+
+        await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            await AcknowledgeAsync(lsn, cancellationToken).ConfigureAwait(false);
+        }
+        finally
+        {
+            dse.EndAction();
+        }
+
+        _outHeaders.TryRemove(lsn, out _);
+        return true;
+    }
+
+    /// <summary>Whether the entry at <paramref name="address"/> is inside a version the coordinator committed (it can never be rolled back). Under the gate.</summary>
+    private bool IsRecoverable(long address, StateObject dse)
+    {
+        if (IsVoided(address))
+        {
+            return false;
+        }
+
+        if (address < _prunedTail)
+        {
+            return true;
+        }
+
+        foreach (var record in _versions)
+        {
+            if (record.Tail > address)
+            {
+                // A committed version is never rolled back, so its number cannot belong to another lineage here.
+                return dse.CommittedVersion >= record.Version;
+            }
+        }
+
+        // In the current version, not persisted yet.
+        return false;
+    }
+
     /// <summary>Persist: a DARQ commit whose cookie records the version; the completion fires once it is durable.</summary>
     internal void PersistVersion(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
     {
@@ -337,7 +435,7 @@ public sealed partial class Darq
     {
         try
         {
-            await CommitCoreAsync(CancellationToken.None).ConfigureAwait(false);
+            await CommitVersionAsync(record.Version).ConfigureAwait(false);
             Volatile.Write(ref record.DurableFlag, 1);
             completion.SetDurable();
             SignalDelivery();
@@ -348,6 +446,43 @@ public sealed partial class Darq
         {
             DarqLog.PersistFailed(_logger, e, Name, record.Version);
             completion.SetFailed(e);
+        }
+    }
+
+    /// <summary>
+    /// Issues a commit whose cookie holds every version record captured so far and waits for that very commit. Not
+    /// <see cref="CommitCoreAsync"/>: when another commit (group commit, CommitAsync, truncation) already carried the
+    /// record, it takes its "nothing changed" path and returns once the log's tail is durable, which it may have been
+    /// long before, while the commit whose cookie holds the record is still in flight.
+    /// </summary>
+    private async Task CommitVersionAsync(long version)
+    {
+        ValueTask<(bool Success, long Tail, long CommitNum)> pending;
+        long tail;
+        await _gate.WaitAsync(CancellationToken.None).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            tail = _log.TailAddress;
+            pending = _log.CommitStronglyAsync(CaptureState().Serialize(), -1, CancellationToken.None);
+            _lastCommitTail = tail;
+            _lastCommitBegin = _log.BeginAddress;
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
+        await UntilCommitFailureAsync(CheckedAsync(pending, Name, version)).ConfigureAwait(false);
+        await WaitForCommitAsync(tail, CancellationToken.None).ConfigureAwait(false);
+        SignalDelivery();
+
+        static async ValueTask CheckedAsync(ValueTask<(bool Success, long Tail, long CommitNum)> commit, string name, long version)
+        {
+            if (!(await commit.ConfigureAwait(false)).Success)
+            {
+                throw new IOException($"DARQ '{name}': FasterLog refused the commit of version {version}.");
+            }
         }
     }
 

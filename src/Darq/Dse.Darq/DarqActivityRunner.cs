@@ -255,7 +255,8 @@ public sealed class DarqActivityRunner : IAsyncDisposable
             // still be voided by a rollback (and its LSN reused), so there it must be inside the recoverable boundary.
             if (_darq.DseStateObject is not null)
             {
-                await _darq.WaitForRecoverableAsync(durableAt, token).ConfigureAwait(false);
+                // durableAt is an exclusive end: the activity's own entry (or its step's) is the one just before it.
+                await _darq.WaitForRecoverableAsync(durableAt - 1, token).ConfigureAwait(false);
             }
             else if (_darq.CommittedUntilAddress < durableAt)
             {

@@ -47,5 +47,8 @@ public sealed class DarqDestinationRegistry : IDarqDestinations
 
         public ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
             => darq.ReceiveSpeculativeAsync(delivery, cancellationToken);
+
+        /// <summary>Only a DARQ under general speculation consumes the source's header (otherwise it receives durably).</summary>
+        public bool ReceivesSpeculatively => darq.DseStateObject is not null;
     }
 }

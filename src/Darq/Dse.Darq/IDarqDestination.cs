@@ -13,6 +13,15 @@ public interface IDarqDestination
     ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken);
 
     /// <summary>
+    /// Whether <see cref="DeliverSpeculativeAsync"/> takes part in the source's LibDse cluster: it consumes the delivery's
+    /// <see cref="DarqDelivery.DseHeader"/>, so that the destination rolls back with the source. The default is
+    /// <see langword="false"/>: a source under general speculation then sends an OUT message only once the step that
+    /// wrote it is recoverable (as a barrier would), because such a destination keeps what it received whatever the
+    /// source later rolls back.
+    /// </summary>
+    bool ReceivesSpeculatively => false;
+
+    /// <summary>
     /// General speculation: enqueues a delivered OUT message, consuming its <see cref="DarqDelivery.DseHeader"/>, and
     /// returns the encoded header of the destination's acknowledgement (empty: no dependency). The acknowledgement may
     /// come before the message is durable: the header carries the dependency instead. The default delivers with
