@@ -21,6 +21,9 @@ public sealed partial class Darq
 
     private DarqStateObject? _dse;
 
+    /// <summary>Whether the recovered commit was written under general speculation (set by recovery).</summary>
+    private bool _recoveredGeneral;
+
     /// <summary>General speculation: truncation never passes this (the completed prefix of the oldest restorable version); under the gate.</summary>
     private StepStart _truncationLimit;
 
@@ -129,6 +132,17 @@ public sealed partial class Darq
     /// <summary>Opens the StateObject and connects it; the coordinator's answer may restore an earlier version.</summary>
     private async Task ConnectSpeculationAsync(CancellationToken cancellationToken)
     {
+        // A log written in another mode has no version records: LibDse would restore it to version 0, which voids every
+        // entry, acknowledged ones included. Such a log cannot be told from a General one by its contents, so the commit
+        // says which mode wrote it.
+        if (!_recoveredGeneral && _nextSequence > 0)
+        {
+            throw new InvalidOperationException(
+                $"DARQ '{Name}' holds {_nextSequence} committed entries written without general speculation; opening it with " +
+                "DarqSpeculationMode.General would roll every one of them back. Open it in the mode that wrote it " +
+                "(Off or IntraParticipant), or start general speculation on empty storage.");
+        }
+
         _truncationLimit = new StepStart(_log.BeginAddress, _beginSequence);
         var dse = new DarqStateObject(_options.Dse!, this);
         _dse = dse;
@@ -147,6 +161,7 @@ public sealed partial class Darq
     /// <summary>Recovery: takes the speculation state of the recovered commit.</summary>
     private void RecoverSpeculation(DarqCommitState state)
     {
+        _recoveredGeneral = state.General;
         _voided.AddRange(state.Voided);
         _versions.AddRange(state.Versions);
     }

@@ -592,6 +592,7 @@ public sealed partial class Darq : IAsyncDisposable
 
     private DarqCommitState CaptureState() => new()
     {
+        General = _options.Speculation == DarqSpeculationMode.General,
         Incarnation = _incarnation,
         NextSequence = _nextSequence,
         BeginSequence = _beginSequence,

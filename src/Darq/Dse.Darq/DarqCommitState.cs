@@ -26,6 +26,12 @@ internal sealed class DarqCommitState
 
     public Dictionary<long, long> Producers { get; init; } = [];
 
+    /// <summary>Flag bit 0: the commit was written by a DARQ running general speculation (its log's history is versioned).</summary>
+    public const ushort GeneralFlag = 1;
+
+    /// <summary>Whether the DARQ that wrote this commit ran general speculation.</summary>
+    public bool General { get; init; }
+
     /// <summary>General speculation: log ranges [From, Until) a rollback voided; recovery skips them.</summary>
     public List<(long From, long Until)> Voided { get; init; } = [];
 
@@ -55,6 +61,7 @@ internal sealed class DarqCommitState
         var span = bytes.AsSpan();
         BinaryPrimitives.WriteUInt32LittleEndian(span, Magic);
         BinaryPrimitives.WriteUInt16LittleEndian(span[4..], Version);
+        BinaryPrimitives.WriteUInt16LittleEndian(span[6..], General ? GeneralFlag : (ushort)0);
         BinaryPrimitives.WriteInt64LittleEndian(span[8..], Incarnation);
         BinaryPrimitives.WriteInt64LittleEndian(span[16..], NextSequence);
         BinaryPrimitives.WriteInt64LittleEndian(span[24..], BeginSequence);
@@ -102,6 +109,12 @@ internal sealed class DarqCommitState
             throw Corrupt(where, $"cookie magic 0x{magic:X8} version {version}; this build reads magic 0x{Magic:X8} versions {Version1} and {Version}");
         }
 
+        ushort flags = BinaryPrimitives.ReadUInt16LittleEndian(bytes[6..]);
+        if ((flags & ~GeneralFlag) != 0 || (version == Version1 && flags != 0))
+        {
+            throw Corrupt(where, $"unknown cookie flags 0x{flags:X4}");
+        }
+
         int count = BinaryPrimitives.ReadInt32LittleEndian(bytes[32..]);
         long producersEnd = FixedSize + (16L * count);
         if (count < 0 || (version == Version1 ? bytes.Length != producersEnd + 8 : bytes.Length < producersEnd + 16))
@@ -127,6 +140,7 @@ internal sealed class DarqCommitState
             NextSequence = BinaryPrimitives.ReadInt64LittleEndian(bytes[16..]),
             BeginSequence = BinaryPrimitives.ReadInt64LittleEndian(bytes[24..]),
             Producers = producers,
+            General = (flags & GeneralFlag) != 0,
         };
         if (version == Version)
         {
