@@ -151,7 +151,7 @@ public sealed class DarqStepBatchTests
             await darq.CommitAsync();
             committedTail = darq.TailAddress;
 
-            // The batch spans pages: FasterLog writes the pages it fills to the device, but no commit covers them.
+            // The batch spans pages (FasterLog may write the pages it fills to the device), but no commit covers it.
             var results = await processor.StepBatchAsync(lsns.Select(lsn => new DarqStep().Consume(lsn).AddOut("sink", payload)).ToList());
             Assert.True(results[^1].DurableAt - results[0].OutLsns[0] > 2 * DarqTestStorage.PageSize);
             storage.CrashNow();
@@ -198,6 +198,60 @@ public sealed class DarqStepBatchTests
         Assert.Equal(Enumerable.Range(0, 40).Where(i => i % 2 == 1), replay.Select(m => BitConverter.ToInt32(m.Payload.Span)));
         Assert.All(replay, m => Assert.Equal(DarqMessageKind.Self, m.Kind));
         Assert.Equal(20, reopened.PendingOutCount);
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Crash_CommitRequestedWhileBatchWaitsMidAppend_CommitCoversTheWholeBatch()
+    {
+        var logStorage = new InMemoryStorage();
+        var commitStorage = new InMemoryStorage();
+        var device = new HoldingDevice(DseDevices.CreateInMemory(logStorage));
+        var commits = new FaultInjectingDevice(DseDevices.CreateInMemory(commitStorage));
+        var options = DarqTestStorage.Options(device, commits);
+        var payload = new byte[12 * 1024]; // 40 steps: 480 KB, more than the four pages of log memory
+        List<long> lsns = [];
+        await using (var darq = await Darq.OpenAsync(options))
+        {
+            for (int i = 0; i < 40; i++)
+            {
+                lsns.Add((await darq.EnqueueAsync(BitConverter.GetBytes(i))).Lsn);
+            }
+
+            var processor = await darq.RegisterProcessorAsync();
+            await darq.CommitAsync();
+            long before = darq.TailAddress;
+
+            // With device writes held, the four pages of log memory fill up: the batch appends its first page-sized runs
+            // and then waits for log memory, holding the gate, with part of it in the log.
+            device.Hold();
+            Task<IReadOnlyList<DarqStepResult>> batch;
+            Task commit;
+            try
+            {
+                batch = processor.StepBatchAsync(lsns.Select(lsn => new DarqStep().Consume(lsn).AddOut("sink", payload)).ToList()).AsTask();
+                Assert.False(batch.IsCompleted, "the batch should wait for log memory");
+                Assert.True(darq.TailAddress > before, "the batch should have appended its first runs before waiting");
+
+                // A commit requested now waits for the gate, so it cannot cover half of the batch.
+                commit = darq.CommitAsync().AsTask();
+                Assert.False(commit.IsCompleted);
+            }
+            finally
+            {
+                device.Release();
+            }
+
+            var results = await batch.WaitAsync(HangGuard);
+            await commit.WaitAsync(HangGuard);
+            Assert.True(darq.CommittedUntilAddress >= results[^1].DurableAt, "the commit after the batch covers all of it");
+            commits.CutNow();
+        }
+
+        await using var reopened = await Darq.OpenAsync(
+            DarqTestStorage.Options(DseDevices.CreateInMemory(logStorage), DseDevices.CreateInMemory(commitStorage)));
+        Assert.Equal(0, reopened.UnconsumedCount);
+        Assert.Equal(40, reopened.PendingOutCount);
     }
 
     [Fact]
