@@ -322,6 +322,22 @@ public sealed class DarqStepBatchTests
     }
 
     [Fact]
+    public async Task StepBatch_AutoCheckpoint_CountsEveryStepAndCheckpointsAfterTheBatch()
+    {
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        var processor = await darq.RegisterProcessorAsync();
+        processor.EnableAutoCheckpoint(3, deltas => [$"={deltas.Count}".Bytes()]);
+
+        var first = await processor.StepBatchAsync([new DarqStep().AddSelf("1".Bytes()), new DarqStep().AddSelf("2".Bytes())]);
+        Assert.Null(processor.LastAutoCheckpoint);
+        var second = await processor.StepBatchAsync([new DarqStep().AddSelf("3".Bytes()), new DarqStep().AddSelf("4".Bytes())]);
+
+        // Four steps reached the threshold of three: one checkpoint, after the second batch, replaced all four.
+        Assert.Equal(first.Concat(second).Select(r => r.SelfLsns[0]), processor.LastAutoCheckpoint!.ReplacedLsns);
+        Assert.Equal(1, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task ReadAvailable_MessagesWaiting_TakesAllUpToMaxWithoutWaiting()
     {
         using var guard = new CancellationTokenSource(HangGuard);
