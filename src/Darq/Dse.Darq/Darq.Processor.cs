@@ -161,23 +161,35 @@ public sealed partial class Darq
     /// </summary>
     private void PrepareStep(long incarnation, DarqStep step)
     {
+        CheckIncarnation(incarnation);
+        ValidateConsumed(step.Consumed, batchConsumed: null);
+        _stepEntries.Clear();
+        WriteStep(incarnation, step);
+    }
+
+    /// <summary>Only the processor registered with this instance may step: after a DARQ restart the old one must re-register. Under the gate.</summary>
+    private void CheckIncarnation(long incarnation)
+    {
         ThrowIfDisposed();
-        // Only the processor registered with this instance may step: after a DARQ restart the old one must re-register.
         if (_processor is null || incarnation != _incarnation)
         {
             DarqLog.StaleIncarnation(_logger, Name, incarnation, _incarnation);
             DarqInstrumentation.StepsRejected.Add(1, _tag);
             throw new DarqStaleIncarnationException(Name, incarnation, _incarnation);
         }
+    }
 
+    /// <summary>
+    /// Writes a validated step's entries (SELF, OUT, completion) after those already in <see cref="_stepEntries"/> (the
+    /// earlier steps of a batch, whose sequence numbers come first) and ends the step there. Under the gate.
+    /// </summary>
+    private void WriteStep(long incarnation, DarqStep step)
+    {
         var consumed = step.Consumed;
-        ValidateConsumed(consumed);
-
         var selfMessages = step.SelfMessages;
         var outMessages = step.OutMessages;
         var entries = _stepEntries;
-        entries.Clear();
-        long sequence = _nextSequence;
+        long sequence = _nextSequence + entries.Count;
         for (int i = 0; i < selfMessages.Count; i++)
         {
             var payload = selfMessages[i].Span;
@@ -196,50 +208,62 @@ public sealed partial class Darq
 
         DarqEntryFormat.WriteCompletion(entries.Add(DarqEntryFormat.CompletionLength(consumed.Count)), sequence, incarnation,
             selfMessages.Count + outMessages.Count, consumed);
+        entries.EndStep();
+    }
+
+    /// <summary>Applies the appended single step in <see cref="_stepEntries"/>, whose entries start at <paramref name="first"/>.</summary>
+    private DarqStepResult ApplyStep(long first)
+    {
+        long address = first;
+        return ApplyStep(ref address, 0);
     }
 
     /// <summary>
-    /// Applies the appended step in <see cref="_stepEntries"/> (its entries start at <paramref name="first"/>) to the
-    /// in-memory state; cannot fail. Reads only the prepared entries, never the caller's step, which may have changed.
+    /// Applies step <paramref name="stepIndex"/> of <see cref="_stepEntries"/>, appended at <paramref name="address"/>, to
+    /// the in-memory state, and moves <paramref name="address"/> past its entries; cannot fail. Reads only the prepared
+    /// entries, never the caller's step, which may have changed. Steps are applied in order.
     /// </summary>
-    private DarqStepResult ApplyStep(long first)
+    private DarqStepResult ApplyStep(ref long address, int stepIndex)
     {
         var entries = _stepEntries;
-        int selfCount = entries.Count - 1 - entries.Destinations.Count;
-        var start = new StepStart(first, _nextSequence);
+        var (entryStart, entryEnd, destinationStart, destinationEnd) = entries.Step(stepIndex);
+        int outCount = destinationEnd - destinationStart;
+        int selfCount = entryEnd - entryStart - 1 - outCount;
+        var start = new StepStart(address, _nextSequence);
 
         // FasterLog reports only the first address of a batch: the others follow at aligned sizes.
-        long address = first;
         var selfLsns = selfCount == 0 ? [] : new long[selfCount];
         for (int i = 0; i < selfCount; i++)
         {
             selfLsns[i] = address;
-            var entry = entries.Get(i);
+            var entry = entries.Entry(entryStart + i);
             var kind = (DarqEntryFormat.Flags(entry) & DarqEntryFormat.ActivityFlag) != 0 ? DarqMessageKind.Activity : DarqMessageKind.Self;
             _unconsumed.Add(address, new PendingMessage(kind, start, entry[DarqEntryFormat.HeaderSize..].ToArray()));
-            address += DarqEntryFormat.LogFootprint(entries.Length(i));
+            address += DarqEntryFormat.LogFootprint(entry.Length);
         }
 
         // A pending OUT keeps its payload only for the delivery loop; without destinations nothing here sends it (a
         // later instance with destinations reads it back from the log at recovery).
         bool keepPayloads = _options.Destinations is not null;
-        var outLsns = entries.Destinations.Count == 0 ? [] : new long[entries.Destinations.Count];
+        var outLsns = outCount == 0 ? [] : new long[outCount];
         for (int i = 0; i < outLsns.Length; i++)
         {
             outLsns[i] = address;
+            var entry = entries.Entry(entryStart + selfCount + i);
             var payload = ReadOnlyMemory<byte>.Empty;
             if (keepPayloads)
             {
-                var body = entries.Get(selfCount + i)[DarqEntryFormat.HeaderSize..];
+                var body = entry[DarqEntryFormat.HeaderSize..];
                 payload = body[(2 + BinaryPrimitives.ReadUInt16LittleEndian(body))..].ToArray();
             }
 
-            _pendingOut.Add(address, new PendingOut(start, entries.Destinations[i], payload));
-            address += DarqEntryFormat.LogFootprint(entries.Length(selfCount + i));
+            _pendingOut.Add(address, new PendingOut(start, entries.Destinations[destinationStart + i], payload));
+            address += DarqEntryFormat.LogFootprint(entry.Length);
         }
 
         // The consumed LSNs as the completion record lists them.
-        var completionBody = entries.Get(entries.Count - 1)[DarqEntryFormat.HeaderSize..];
+        var completion = entries.Entry(entryEnd - 1);
+        var completionBody = completion[DarqEntryFormat.HeaderSize..];
         int consumedCount = BinaryPrimitives.ReadInt32LittleEndian(completionBody[12..]);
         for (int i = 0; i < consumedCount; i++)
         {
@@ -248,19 +272,41 @@ public sealed partial class Darq
             _consumed.Add(lsn);
         }
 
-        _nextSequence += entries.Count;
+        _nextSequence += entryEnd - entryStart;
         Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
         Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
         DarqInstrumentation.Steps.Add(1, _tag);
-        long completion = address;
-        return new DarqStepResult(selfLsns, outLsns, completion, completion + DarqEntryFormat.LogFootprint(entries.Length(entries.Count - 1)));
+        long completionLsn = address;
+        address += DarqEntryFormat.LogFootprint(completion.Length);
+        return new DarqStepResult(selfLsns, outLsns, completionLsn, address);
     }
 
     /// <summary>Up to this many consumed LSNs, a step's duplicates are found by a linear scan rather than a set.</summary>
     private const int SmallConsumedCount = 8;
 
     /// <summary>Checks what can be checked without the gate: sizes and names.</summary>
-    private void CheckStepShape(DarqStep step)
+    /// <param name="step">The step.</param>
+    /// <param name="parameter">The argument named in errors.</param>
+    /// <param name="batchIndex">The step's index in a batch, named in errors; -1 for a single step.</param>
+    private void CheckStepShape(DarqStep step, string parameter = "step", int batchIndex = -1)
+    {
+        try
+        {
+            CheckStepShapeCore(step);
+        }
+        catch (ArgumentException e) when (batchIndex >= 0)
+        {
+            throw new ArgumentException($"Step {batchIndex} of the batch: {Unqualified(e)} Nothing of the batch was appended.", parameter, e);
+        }
+
+        static string Unqualified(ArgumentException e)
+        {
+            string suffix = $" (Parameter '{e.ParamName}')";
+            return e.ParamName is not null && e.Message.EndsWith(suffix, StringComparison.Ordinal) ? e.Message[..^suffix.Length] : e.Message;
+        }
+    }
+
+    private void CheckStepShapeCore(DarqStep step)
     {
         if (step.IsEmpty)
         {
@@ -300,8 +346,11 @@ public sealed partial class Darq
         }
     }
 
-    /// <summary>Every consumed LSN must be an unconsumed IN or SELF message, named once; call under the gate.</summary>
-    private void ValidateConsumed(IReadOnlyList<long> consumed)
+    /// <summary>
+    /// Every consumed LSN must be an unconsumed IN or SELF message, named once, and not consumed by an earlier step of the
+    /// batch (<paramref name="batchConsumed"/>, null for a single step); call under the gate.
+    /// </summary>
+    private void ValidateConsumed(IReadOnlyList<long> consumed, HashSet<long>? batchConsumed)
     {
         // Duplicates: a linear scan for a handful of LSNs, a set beyond that (the gate is held, so stay O(n)).
         HashSet<long>? seen = consumed.Count > SmallConsumedCount ? new HashSet<long>(consumed.Count) : null;
@@ -322,6 +371,11 @@ public sealed partial class Darq
                         rejection = DarqStepRejection.ConsumedTwiceInStep;
                     }
                 }
+            }
+
+            if (rejection is null && batchConsumed is not null && batchConsumed.Contains(lsn))
+            {
+                rejection = DarqStepRejection.AlreadyConsumed;
             }
 
             if (rejection is null && !_unconsumed.ContainsKey(lsn))

@@ -15,7 +15,8 @@ public sealed partial class DarqProcessor
     public DarqCheckpointResult? LastAutoCheckpoint => Volatile.Read(ref _lastAutoCheckpoint);
 
     /// <summary>
-    /// Turns on automatic checkpoints: after every <paramref name="everySteps"/>-th step through this processor,
+    /// Turns on automatic checkpoints: after every <paramref name="everySteps"/>-th step through this processor (a batch
+    /// counts as its number of steps, the checkpoint running after the batch),
     /// <see cref="CheckpointAsync(DarqSnapshot, CancellationToken)"/> with <paramref name="snapshot"/> runs right after the step
     /// (serialized by the DARQ like any step). Suited to processors that keep their state as SELF deltas and never consume
     /// their own SELF messages in steps: the snapshot function sees every message it replaces, and
@@ -41,7 +42,22 @@ public sealed partial class DarqProcessor
     private async ValueTask<DarqStepResult> StepThenCheckpointAsync(DarqStep step, AutoCheckpointPolicy policy, CancellationToken cancellationToken)
     {
         var result = await _darq.StepAsync(Incarnation, step, cancellationToken).ConfigureAwait(false);
-        if (Interlocked.Increment(ref _stepsSinceCheckpoint) >= policy.EverySteps)
+        await CheckpointIfDueAsync(1, policy).ConfigureAwait(false);
+        return result;
+    }
+
+    private async ValueTask<IReadOnlyList<DarqStepResult>> StepBatchThenCheckpointAsync(IReadOnlyList<DarqStep> steps, AutoCheckpointPolicy policy,
+        CancellationToken cancellationToken)
+    {
+        var results = await _darq.StepBatchAsync(Incarnation, steps, cancellationToken).ConfigureAwait(false);
+        await CheckpointIfDueAsync(results.Count, policy).ConfigureAwait(false);
+        return results;
+    }
+
+    /// <summary>Counts <paramref name="steps"/> appended steps and takes the automatic checkpoint when it is due.</summary>
+    private async ValueTask CheckpointIfDueAsync(int steps, AutoCheckpointPolicy policy)
+    {
+        if (Interlocked.Add(ref _stepsSinceCheckpoint, steps) >= policy.EverySteps)
         {
             Interlocked.Exchange(ref _stepsSinceCheckpoint, 0);
             try
@@ -60,8 +76,6 @@ public sealed partial class DarqProcessor
                 _darq.AutoCheckpointFailed(e, Incarnation);
             }
         }
-
-        return result;
     }
 
     private sealed record AutoCheckpointPolicy(int EverySteps, DarqSnapshot Snapshot);

@@ -45,6 +45,48 @@ public sealed partial class DarqProcessor
             ? StepThenCheckpointAsync(step, policy, cancellationToken)
             : _darq.StepAsync(Incarnation, step, cancellationToken);
 
+    /// <summary>
+    /// Steps several steps at once under this processor's incarnation: one gate acquisition and, while they fit on a log
+    /// page, one log append for all of them; refused whole if any step is refused. See <see cref="Darq.StepBatchAsync"/>.
+    /// </summary>
+    /// <param name="steps">The steps, in order.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier steps; once part of the batch is appended, all of it is.</param>
+    /// <returns>Each step's result, in order.</returns>
+    public ValueTask<IReadOnlyList<DarqStepResult>> StepBatchAsync(IReadOnlyList<DarqStep> steps, CancellationToken cancellationToken = default)
+        => Volatile.Read(ref _autoCheckpoint) is { } policy
+            ? StepBatchThenCheckpointAsync(steps, policy, cancellationToken)
+            : _darq.StepBatchAsync(Incarnation, steps, cancellationToken);
+
+    /// <summary>
+    /// Waits for at least one message, then adds to <paramref name="buffer"/> every message already available, up to
+    /// <paramref name="maxCount"/>, without waiting again: the messages for one <see cref="StepBatchAsync"/>.
+    /// </summary>
+    /// <param name="buffer">Receives the messages, in stream order (appended after what it holds).</param>
+    /// <param name="maxCount">The most messages to add, at least 1.</param>
+    /// <param name="cancellationToken">Cancels waiting for the first message.</param>
+    /// <returns>How many messages were added; 0 once the stream is complete (the DARQ closed).</returns>
+    /// <exception cref="DarqStaleIncarnationException">A newer processor registered, and every message before that was read.</exception>
+    public async ValueTask<int> ReadAvailableAsync(ICollection<DarqMessage> buffer, int maxCount, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(buffer);
+        ArgumentOutOfRangeException.ThrowIfLessThan(maxCount, 1);
+        var reader = _messages.Reader;
+        while (true)
+        {
+            int count = 0;
+            while (count < maxCount && reader.TryRead(out var message))
+            {
+                buffer.Add(message);
+                count++;
+            }
+
+            if (count > 0 || !await reader.WaitToReadAsync(cancellationToken).ConfigureAwait(false))
+            {
+                return count;
+            }
+        }
+    }
+
     /// <summary>The DARQ this processor is registered with.</summary>
     internal Darq Darq => _darq;
 
