@@ -107,6 +107,12 @@ public sealed class RemoteSpeculationTests
         await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
         await delivery.WaitAsync(guard.Token);
         Assert.True(b.DseStateObject.CommittedVersion >= 1);
+
+        // A resend is a duplicate, acknowledged by the committed version that ends exactly at it (no later one needed).
+        long tail = b.TailAddress;
+        await new GrpcDarqDestination(server.Channel).DeliverAsync(new DarqDelivery("plain", 1, "b", "x".Bytes()), guard.Token).AsTask().WaitAsync(guard.Token);
+        Assert.Equal(tail, b.TailAddress);
+        Assert.Equal(1, b.UnconsumedCount);
     }
 
     [Fact]
