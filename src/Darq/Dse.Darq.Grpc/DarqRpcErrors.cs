@@ -127,6 +127,8 @@ public static class DarqRpcErrors
                 { WorldLineKey, refused.MessageWorldLine.ToString(CultureInfo.InvariantCulture) },
                 { CurrentWorldLineKey, refused.WorldLine.ToString(CultureInfo.InvariantCulture) },
             }),
+        DseFaultedException faulted => Unavailable(method, $"DARQ '{darq}' cannot speculate now: {faulted.Message}"),
+        DseRolledBackException rolledBack => Unavailable(method, $"DARQ '{darq}' rolled the request's entries back before they became recoverable (resend): {rolledBack.Message}"),
         DseHeaderFormatException format => new RpcException(new Status(StatusCode.InvalidArgument, $"{method}: dse_header is malformed: {format.Message}")),
         ObjectDisposedException => Unavailable(method, $"DARQ '{darq}' is closed."),
         ArgumentException argument => new RpcException(new Status(StatusCode.InvalidArgument, $"{method}: {argument.Message}")),
