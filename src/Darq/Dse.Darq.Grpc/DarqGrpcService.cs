@@ -267,7 +267,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             var result = await darq.CheckpointAsync(request.Incarnation, [.. request.Replace], snapshot, token).ConfigureAwait(false);
             if (request.WaitDurable)
             {
-                await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
+                await EnsureAppendedDurableAsync(method, darq, "checkpoint", result.CheckpointLsn, result.DurableAt, token).ConfigureAwait(false);
             }
 
             var reply = new CheckpointReply { CheckpointLsn = result.CheckpointLsn, DurableAt = result.DurableAt };

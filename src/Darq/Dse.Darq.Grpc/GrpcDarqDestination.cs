@@ -91,6 +91,12 @@ public sealed class GrpcDarqDestination : IDarqDestination
         {
             throw refused;
         }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            // As DeliverAsync: the delivery loop ends on its own cancellation only as OperationCanceledException.
+            throw new OperationCanceledException($"Delivering OUT message {delivery.SourceLsn} of DARQ '{delivery.Source}' to '{request.Darq}' was cancelled.",
+                e, cancellationToken);
+        }
 
         return reply.DseHeader.Memory;
     }
