@@ -35,7 +35,7 @@ public sealed class RemoteSpeculationTests
         var coordinator = new ClusterCoordinator();
         await using var b = await new TestStorage("b").OpenAsync(General(2, coordinator));
         await using var serverB = await DarqServer.StartAsync(b);
-        using var toB = new GrpcDarqDestinations().Add("b", new GrpcDarqDestination(serverB.Channel));
+        using var toB = new GrpcDarqDestinations().Add("b", new GrpcDarqDestination(serverB.Channel) { ReceivesSpeculatively = true });
         await using var a = await new TestStorage("a").OpenAsync(General(1, coordinator, toB));
         await using var serverA = await DarqServer.StartAsync(a);
         using var processorB = await RemoteDarqProcessor.RegisterAsync(serverB.Channel, "b", guard.Token);
@@ -123,7 +123,7 @@ public sealed class RemoteSpeculationTests
         var coordinator = new ClusterCoordinator();
         await using var b = await new TestStorage("b").OpenAsync(General(2, coordinator));
         await using var serverB = await DarqServer.StartAsync(b);
-        using var toB = new GrpcDarqDestinations().Add("b", new GrpcDarqDestination(serverB.Channel));
+        using var toB = new GrpcDarqDestinations().Add("b", new GrpcDarqDestination(serverB.Channel) { ReceivesSpeculatively = true });
         var aStorage = new TestStorage("a");
         using var processorB = await RemoteDarqProcessor.RegisterAsync(serverB.Channel, "b", guard.Token);
         await using var inB = processorB.ReadAllAsync(guard.Token).GetAsyncEnumerator(guard.Token);
@@ -257,6 +257,54 @@ public sealed class RemoteSpeculationTests
             cancellationToken: guard.Token);
         Assert.False(reply.Duplicate);
         Assert.True(reply.DseHeader.IsEmpty);
+    }
+
+    [Fact]
+    public async Task Deliver_HeaderToNonSpeculativeDarq_IsFailedPreconditionAndChangesNothing()
+    {
+        using var guard = new CancellationTokenSource(TestText.Timeout);
+        var coordinator = new ClusterCoordinator();
+        await using var a = await new TestStorage("a").OpenAsync(General(1, coordinator));
+        await using var plain = await new TestStorage("p").OpenAsync();
+        await using var server = await DarqServer.StartAsync(plain);
+        await a.DseStateObject!.StartLocalActionAsync(guard.Token);
+        var fromA = a.DseStateObject.EndAction();
+        long tail = plain.TailAddress;
+
+        // A destination configured as a cluster member that is not one: refused, so it never keeps a message from state
+        // its source may still roll back.
+        var error = await Assert.ThrowsAsync<RpcException>(async () => await new GrpcDarqDestination(server.Channel) { ReceivesSpeculatively = true }
+            .DeliverSpeculativeAsync(new DarqDelivery("a", 1, "p", "x".Bytes()) { DseHeader = fromA.ToArray() }, guard.Token));
+
+        Assert.Equal(StatusCode.FailedPrecondition, error.StatusCode);
+        Assert.Contains("does not speculate generally", error.Status.Detail, StringComparison.Ordinal);
+        Assert.Equal(tail, plain.TailAddress);
+        Assert.Equal(0, plain.UnconsumedCount);
+    }
+
+    [Fact]
+    public async Task Deliver_GeneralSourceToDefaultGrpcDestination_SentOnlyOnceTheStepIsRecoverable()
+    {
+        using var guard = new CancellationTokenSource(TestText.Timeout);
+        var coordinator = new ClusterCoordinator();
+        await using var plain = await new TestStorage("p").OpenAsync();
+        await using var server = await DarqServer.StartAsync(plain);
+        var toP = new ObservedDestination("p", new GrpcDarqDestination(server.Channel));
+        await using var a = await new TestStorage("a").OpenAsync(General(1, coordinator, toP));
+        var processor = await a.RegisterProcessorAsync(guard.Token);
+
+        // The destination is outside the cluster (ReceivesSpeculatively false by default): nothing leaves before the
+        // step is inside a committed version.
+        var step = await processor.StepAsync(new DarqStep().AddOut("p", "x".Bytes()), guard.Token);
+        var delivered = a.WaitForDeliveredAsync(step.OutLsns[0], guard.Token).AsTask();
+        Assert.Equal(0, plain.UnconsumedCount);
+        Assert.Equal(0, toP.Attempts);
+        Assert.False(delivered.IsCompleted);
+
+        await a.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await delivered.WaitAsync(guard.Token);
+        Assert.True(a.DseStateObject.CommittedVersion >= 1);
+        Assert.Equal(1, plain.UnconsumedCount);
     }
 
     /// <summary>Opens a DARQ on <paramref name="storage"/> behind fault-injecting devices; the returned action cuts both (a crash).</summary>

@@ -222,6 +222,14 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"dse_header is malformed ({malformed}); send the source's encoded DseHeader, or none."));
         }
 
+        if (!request.DseHeader.IsEmpty && darq.DseStateObject is null)
+        {
+            // It would receive durably and keep the message whatever the source later rolls back.
+            throw Refuse(method, DarqRpcErrors.FailedPrecondition(method,
+                $"DARQ '{darq.Name}' does not speculate generally, so it cannot take a dse_header (it would not roll back with its source); " +
+                "deliver without one (GrpcDarqDestination.ReceivesSpeculatively false), once the source's step is recoverable."));
+        }
+
         try
         {
             // The reply is the acknowledgement. Without a header: only once the message (or the original it duplicates)

@@ -161,6 +161,10 @@ public static class DarqRpcErrors
     internal static RpcException InvalidArgument(string method, string message) =>
         new(new Status(StatusCode.InvalidArgument, $"{method}: {message}"));
 
+    /// <summary>FAILED_PRECONDITION without trailers: the DARQ's state or configuration refuses the request.</summary>
+    internal static RpcException FailedPrecondition(string method, string message) =>
+        new(new Status(StatusCode.FailedPrecondition, $"{method}: {message}"));
+
     /// <summary>UNAVAILABLE: the DARQ or the server cannot serve now; retry.</summary>
     internal static RpcException Unavailable(string method, string message) =>
         new(new Status(StatusCode.Unavailable, $"{method}: {message}"));

@@ -41,6 +41,15 @@ public sealed class GrpcDarqDestination : IDarqDestination
     /// <summary>How long one delivery attempt may take before it counts as failed (and is retried). Default 30 s.</summary>
     public TimeSpan AttemptTimeout { get; init; } = TimeSpan.FromSeconds(30);
 
+    /// <summary>
+    /// Whether the remote DARQ is under general speculation in the same LibDse cluster as the source (it consumes the
+    /// source's DSE header and rolls back with it). Then a <c>General</c> source sends its OUT messages at once, with
+    /// <see cref="DeliverSpeculativeAsync"/>; otherwise (the default, safe for any destination) only once the step that
+    /// wrote them is recoverable. A remote DARQ that is not <c>General</c> refuses a header (FAILED_PRECONDITION), so
+    /// setting this wrongly stops delivery (and logs why) rather than risking a message from rolled-back state.
+    /// </summary>
+    public bool ReceivesSpeculatively { get; init; }
+
     /// <inheritdoc />
     public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
     {
