@@ -217,15 +217,71 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"source_lsn is {request.SourceLsn}; an LSN is never negative."));
         }
 
+        if (!request.DseHeader.IsEmpty && CheckHeader(request.DseHeader) is { } malformed)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"dse_header is malformed ({malformed}); send the source's encoded DseHeader, or none."));
+        }
+
+        if (!request.DseHeader.IsEmpty && darq.DseStateObject is null)
+        {
+            // It would receive durably and keep the message whatever the source later rolls back.
+            throw Refuse(method, DarqRpcErrors.FailedPrecondition(method,
+                $"DARQ '{darq.Name}' does not speculate generally, so it cannot take a dse_header (it would not roll back with its source); " +
+                "deliver without one (GrpcDarqDestination.ReceivesSpeculatively false), once the source's step is recoverable."));
+        }
+
+        try
+        {
+            // The reply is the acknowledgement. Without a header: only once the message (or the original it duplicates)
+            // is durable here (recoverable, under general speculation). With one: at once, the dependency travelling in
+            // the reply's header instead.
+            var delivery = new DarqDelivery(request.Source, request.SourceLsn, request.Darq, request.Payload.Memory) { DseHeader = request.DseHeader.Memory };
+            var (result, header) = await darq.ReceiveForTransportAsync(delivery, context.CancellationToken).ConfigureAwait(false);
+            return new DeliverReply
+            {
+                Lsn = result.Lsn,
+                Duplicate = result.IsDuplicate,
+                DseHeader = header.IsEmpty ? ByteString.Empty : ByteString.CopyFrom(header.Span),
+            };
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+    }
+
+    /// <inheritdoc />
+    public override async Task<CheckpointReply> Checkpoint(CheckpointRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(Checkpoint);
+        var darq = Resolve(method, request.Darq);
+        if (request.Replace.Count == 0)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
+                "replace is empty; a checkpoint replaces at least one SELF message (to only add SELF messages, take a step)."));
+        }
+
+        var snapshot = new ReadOnlyMemory<byte>[request.Snapshot.Count];
+        for (int i = 0; i < snapshot.Length; i++)
+        {
+            snapshot[i] = request.Snapshot[i].Memory;
+        }
+
         try
         {
             var token = context.CancellationToken;
-            var result = await darq.ReceiveAsync(new DarqDelivery(request.Source, request.SourceLsn, request.Darq, request.Payload.Memory), token)
-                .ConfigureAwait(false);
+            var result = await darq.CheckpointAsync(request.Incarnation, [.. request.Replace], snapshot, token).ConfigureAwait(false);
+            if (request.WaitDurable)
+            {
+                await EnsureAppendedDurableAsync(method, darq, "checkpoint", result.CheckpointLsn, result.DurableAt, token).ConfigureAwait(false);
+            }
 
-            // The reply is the acknowledgement: only once the message (or the original it duplicates) is durable here.
-            await EnsureDurableAsync(darq, result.DurableAt, token).ConfigureAwait(false);
-            return new DeliverReply { Lsn = result.Lsn, Duplicate = result.IsDuplicate };
+            var reply = new CheckpointReply { CheckpointLsn = result.CheckpointLsn, DurableAt = result.DurableAt };
+            reply.ReplacedLsns.Add(result.ReplacedLsns);
+            reply.SelfLsns.Add(result.SelfLsns);
+            return reply;
         }
         catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
         {
@@ -298,6 +354,9 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         Instances.GetValue(darq, static _ => new StrongBox<long>(Random.Shared.NextInt64(1, long.MaxValue))).Value;
 
     private static readonly ConditionalWeakTable<Darq, StrongBox<long>> Instances = new();
+
+    /// <summary>Why an encoded DSE header does not parse, or <see langword="null"/> when it does.</summary>
+    private static string? CheckHeader(ByteString header) => DseHeader.TryParse(header.Span, out _, out string error) ? null : error;
 
     private Darq Resolve(string method, string name)
     {

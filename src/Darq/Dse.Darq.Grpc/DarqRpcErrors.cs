@@ -9,7 +9,7 @@ namespace Dse.Darq.Grpc;
 /// </summary>
 public static class DarqRpcErrors
 {
-    /// <summary>Trailer naming the kind of refusal (<see cref="StaleIncarnation"/>, <see cref="StepRejected"/>) or <see cref="NotDurable"/>.</summary>
+    /// <summary>Trailer naming the kind of refusal (<see cref="StaleIncarnation"/>, <see cref="StepRejected"/>, <see cref="MessageRefused"/>) or <see cref="NotDurable"/>.</summary>
     public const string ErrorKey = "dse-darq-error";
 
     /// <summary>Trailer: the DARQ's name.</summary>
@@ -37,6 +37,15 @@ public static class DarqRpcErrors
     /// </summary>
     public const string NotDurable = "not-durable";
 
+    /// <summary>Trailer: the world-line a refused delivery's DSE header carried.</summary>
+    public const string WorldLineKey = "dse-darq-world-line";
+
+    /// <summary>Trailer: the refusing DARQ's world-line.</summary>
+    public const string CurrentWorldLineKey = "dse-darq-current-world-line";
+
+    /// <summary>Value of <see cref="ErrorKey"/> (status ABORTED) for a <see cref="DarqMessageRefusedException"/>.</summary>
+    public const string MessageRefused = "message-refused";
+
     /// <summary>Value of <see cref="ErrorKey"/> for a <see cref="DarqStaleIncarnationException"/>.</summary>
     public const string StaleIncarnation = "stale-incarnation";
 
@@ -44,8 +53,8 @@ public static class DarqRpcErrors
     public const string StepRejected = "step-rejected";
 
     /// <summary>
-    /// Turns a status of DarqService back into the DARQ exception it stands for (<see cref="DarqStaleIncarnationException"/>
-    /// or <see cref="DarqStepRejectedException"/>, with the same details), or returns <see langword="null"/> when it stands
+    /// Turns a status of DarqService back into the DARQ exception it stands for (<see cref="DarqStaleIncarnationException"/>,
+    /// <see cref="DarqStepRejectedException"/> or <see cref="DarqMessageRefusedException"/>, with the same details), or returns <see langword="null"/> when it stands
     /// for none (the <see cref="RpcException"/> is then the error).
     /// </summary>
     /// <param name="error">The status a call failed with.</param>
@@ -53,6 +62,11 @@ public static class DarqRpcErrors
     public static InvalidOperationException? ToDarqException(RpcException error)
     {
         ArgumentNullException.ThrowIfNull(error);
+        if (error.StatusCode == StatusCode.Aborted)
+        {
+            return ToMessageRefused(error.Trailers);
+        }
+
         if (error.StatusCode != StatusCode.FailedPrecondition)
         {
             return null;
@@ -104,6 +118,18 @@ public static class DarqRpcErrors
                 { LsnKey, rejected.Lsn.ToString(CultureInfo.InvariantCulture) },
                 { ReasonKey, rejected.Reason.ToString() },
             }),
+        DarqMessageRefusedException refused => new RpcException(
+            new Status(StatusCode.Aborted, $"{method}: {refused.Message}"),
+            new Metadata
+            {
+                { ErrorKey, MessageRefused },
+                { DarqKey, darq },
+                { WorldLineKey, refused.MessageWorldLine.ToString(CultureInfo.InvariantCulture) },
+                { CurrentWorldLineKey, refused.WorldLine.ToString(CultureInfo.InvariantCulture) },
+            }),
+        DseFaultedException faulted => Unavailable(method, $"DARQ '{darq}' cannot speculate now: {faulted.Message}"),
+        DseRolledBackException rolledBack => Unavailable(method, $"DARQ '{darq}' rolled the request's entries back before they became recoverable (resend): {rolledBack.Message}"),
+        DseHeaderFormatException format => new RpcException(new Status(StatusCode.InvalidArgument, $"{method}: dse_header is malformed: {format.Message}")),
         ObjectDisposedException => Unavailable(method, $"DARQ '{darq}' is closed."),
         ArgumentException argument => new RpcException(new Status(StatusCode.InvalidArgument, $"{method}: {argument.Message}")),
         IOException io => Unavailable(method, $"DARQ '{darq}' cannot commit: {io.Message}"),
@@ -135,9 +161,20 @@ public static class DarqRpcErrors
     internal static RpcException InvalidArgument(string method, string message) =>
         new(new Status(StatusCode.InvalidArgument, $"{method}: {message}"));
 
+    /// <summary>FAILED_PRECONDITION without trailers: the DARQ's state or configuration refuses the request.</summary>
+    internal static RpcException FailedPrecondition(string method, string message) =>
+        new(new Status(StatusCode.FailedPrecondition, $"{method}: {message}"));
+
     /// <summary>UNAVAILABLE: the DARQ or the server cannot serve now; retry.</summary>
     internal static RpcException Unavailable(string method, string message) =>
         new(new Status(StatusCode.Unavailable, $"{method}: {message}"));
+
+    private static DarqMessageRefusedException? ToMessageRefused(Metadata trailers) =>
+        trailers.GetValue(ErrorKey) == MessageRefused
+        && TryLong(trailers, WorldLineKey, out long worldLine)
+        && TryLong(trailers, CurrentWorldLineKey, out long current)
+            ? new DarqMessageRefusedException(trailers.GetValue(DarqKey) ?? "?", worldLine, current)
+            : null;
 
     private static bool TryLong(Metadata trailers, string key, out long value) =>
         long.TryParse(trailers.GetValue(key), NumberStyles.Integer, CultureInfo.InvariantCulture, out value);

@@ -6,7 +6,8 @@ namespace Dse.Darq.Grpc;
 
 /// <summary>
 /// A DARQ on another server as a destination of OUT messages: delivers through <c>DarqService.Deliver</c>, which replies
-/// only once the message is durable there. Any failure (unreachable, UNAVAILABLE, a timeout) means "not acknowledged":
+/// only once the message is durable there (under general speculation, <see cref="DeliverSpeculativeAsync"/> carries the DSE
+/// headers instead and the reply comes at once). Any failure (unreachable, UNAVAILABLE, a timeout) means "not acknowledged":
 /// the source's delivery loop retries, and the destination deduplicates the resend by (source, source LSN).
 /// </summary>
 public sealed class GrpcDarqDestination : IDarqDestination
@@ -40,6 +41,15 @@ public sealed class GrpcDarqDestination : IDarqDestination
     /// <summary>How long one delivery attempt may take before it counts as failed (and is retried). Default 30 s.</summary>
     public TimeSpan AttemptTimeout { get; init; } = TimeSpan.FromSeconds(30);
 
+    /// <summary>
+    /// Whether the remote DARQ is under general speculation in the same LibDse cluster as the source (it consumes the
+    /// source's DSE header and rolls back with it). Then a <c>General</c> source sends its OUT messages at once, with
+    /// <see cref="DeliverSpeculativeAsync"/>; otherwise (the default, safe for any destination) only once the step that
+    /// wrote them is recoverable. A remote DARQ that is not <c>General</c> refuses a header (FAILED_PRECONDITION), so
+    /// setting this wrongly stops delivery (and logs why) rather than risking a message from rolled-back state.
+    /// </summary>
+    public bool ReceivesSpeculatively { get; init; }
+
     /// <inheritdoc />
     public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
     {
@@ -60,5 +70,43 @@ public sealed class GrpcDarqDestination : IDarqDestination
             throw new OperationCanceledException($"Delivering OUT message {delivery.SourceLsn} of DARQ '{delivery.Source}' to '{request.Darq}' was cancelled.",
                 e, cancellationToken);
         }
+    }
+
+    /// <summary>
+    /// General speculation: delivers with the source's <see cref="DarqDelivery.DseHeader"/>; the destination replies at
+    /// once (before the message is durable there) with the header of its acknowledgement, which this returns. A
+    /// destination that does not speculate generally replies once the message is durable, with an empty header.
+    /// </summary>
+    /// <param name="delivery">The message, where it comes from, and its header.</param>
+    /// <param name="cancellationToken">Cancels the delivery; an unacknowledged delivery is retried.</param>
+    /// <returns>The acknowledgement's encoded DSE header.</returns>
+    /// <exception cref="DarqMessageRefusedException">The destination refused the header's world-line (a rollback left it behind).</exception>
+    public async ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var request = new DeliverRequest
+        {
+            Darq = _remoteName ?? delivery.Destination,
+            Source = delivery.Source,
+            SourceLsn = delivery.SourceLsn,
+            Payload = ByteString.CopyFrom(delivery.Payload.Span),
+            DseHeader = ByteString.CopyFrom(delivery.DseHeader.Span),
+        };
+        DeliverReply reply;
+        try
+        {
+            reply = await _client.DeliverAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is DarqMessageRefusedException refused)
+        {
+            throw refused;
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            // As DeliverAsync: the delivery loop ends on its own cancellation only as OperationCanceledException.
+            throw new OperationCanceledException($"Delivering OUT message {delivery.SourceLsn} of DARQ '{delivery.Source}' to '{request.Darq}' was cancelled.",
+                e, cancellationToken);
+        }
+
+        return reply.DseHeader.Memory;
     }
 }

@@ -199,6 +199,47 @@ public sealed class RemoteDarqProcessor : IDisposable
         return new DarqStepResult([.. reply.SelfLsns], [.. reply.OutLsns], reply.CompletionLsn, reply.DurableAt);
     }
 
+    /// <summary>
+    /// Takes a checkpoint under this processor's incarnation: replaces the named unconsumed plain SELF messages by
+    /// <paramref name="snapshot"/>, atomically (see <see cref="Darq.CheckpointAsync(long, IReadOnlyList{long}, IReadOnlyList{ReadOnlyMemory{byte}}, CancellationToken)"/>).
+    /// </summary>
+    /// <param name="replace">The SELF messages to replace (at least one).</param>
+    /// <param name="snapshot">The replacing SELF payloads, in order; may be empty.</param>
+    /// <param name="waitDurable">Return only once the checkpoint is durable.</param>
+    /// <param name="cancellationToken">Cancels the call; a checkpoint the DARQ appended is not undone.</param>
+    /// <returns>The replaced LSNs, the snapshot's LSNs and the address to await for durability.</returns>
+    /// <exception cref="DarqStaleIncarnationException">A newer processor registered (or the DARQ restarted).</exception>
+    /// <exception cref="DarqStepRejectedException">A replaced LSN is no unconsumed plain SELF message; nothing was applied.</exception>
+    /// <exception cref="RpcException">INVALID_ARGUMENT for nothing to replace or a snapshot too large, UNAVAILABLE when the DARQ cannot serve.</exception>
+    public async Task<DarqCheckpointResult> CheckpointAsync(IReadOnlyList<long> replace, IReadOnlyList<ReadOnlyMemory<byte>> snapshot, bool waitDurable = false,
+        CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(replace);
+        ArgumentNullException.ThrowIfNull(snapshot);
+        var request = new CheckpointRequest { Darq = Darq, Incarnation = Incarnation, WaitDurable = waitDurable };
+        request.Replace.Add(replace);
+        foreach (var payload in snapshot)
+        {
+            request.Snapshot.Add(ByteString.CopyFrom(payload.Span));
+        }
+
+        CheckpointReply reply;
+        try
+        {
+            reply = await _client.CheckpointAsync(request, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is { } refused)
+        {
+            throw refused;
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException($"A checkpoint of remote processor {Incarnation} of DARQ '{Darq}' was cancelled; it may or may not have been appended.", e, cancellationToken);
+        }
+
+        return new DarqCheckpointResult([.. reply.ReplacedLsns], [.. reply.SelfLsns], reply.CheckpointLsn, reply.DurableAt);
+    }
+
     /// <summary>Waits until the remote DARQ's log is durable up to an address (from a step result), committing if needed.</summary>
     /// <param name="address">The address.</param>
     /// <param name="cancellationToken">Cancels waiting.</param>
