@@ -116,6 +116,29 @@ public sealed class RemoteSpeculationTests
     }
 
     [Fact]
+    public async Task Enqueue_WaitDurableIntoGeneralDarq_AcknowledgedOnlyOnceTheCoordinatorCommits()
+    {
+        using var guard = new CancellationTokenSource(TestText.Timeout);
+        var coordinator = new ClusterCoordinator();
+        await using var b = await new TestStorage("b").OpenAsync(General(2, coordinator));
+        await using var server = await DarqServer.StartAsync(b);
+        var processor = await b.RegisterProcessorAsync(guard.Token);
+        var producer = new RemoteDarqProducer(server.Channel, "b", producerId: 7);
+
+        // An external producer's durable acknowledgement is a barrier: a log commit alone could still be rolled back.
+        var enqueue = producer.EnqueueAsync("x".Bytes(), waitDurable: true, cancellationToken: guard.Token);
+        Assert.Equal("x", (await processor.Messages.ReadAsync(guard.Token)).Text());
+        await b.CommitAsync(guard.Token);
+
+        // Bounded wait for something that must not happen (docs/testing.md): a reply after the log commit would be wrong.
+        Assert.NotSame(enqueue, await Task.WhenAny(enqueue, Task.Delay(TimeSpan.FromMilliseconds(500), guard.Token)));
+
+        await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await enqueue.WaitAsync(guard.Token);
+        Assert.True(b.DseStateObject.CommittedVersion >= 1);
+    }
+
+    [Fact]
     [Trait("Category", "Recovery")]
     public async Task Crash_SourceLosesSpeculativeTail_RemoteDestinationRollsBackAndChainEndsExactlyOnce()
     {

@@ -327,11 +327,12 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     }
 
     /// <summary>
-    /// Makes <paramref name="address"/> durable. The service cannot tell whether the DARQ has a group commit, so it commits
-    /// when the address is not durable yet: a commit covers everything appended so far, and concurrent requests share it.
+    /// Waits until the entry ending at <paramref name="address"/> may be acknowledged: committed (waiting for the DARQ's
+    /// group commit, or committing when it has none), or, under general speculation, inside the recoverable boundary, since
+    /// a committed entry can still be rolled back there.
     /// </summary>
     private static ValueTask EnsureDurableAsync(Darq darq, long address, CancellationToken cancellationToken) =>
-        darq.CommittedUntilAddress >= address ? ValueTask.CompletedTask : darq.CommitAsync(cancellationToken);
+        darq.EnsureDurableAsync(address, cancellationToken);
 
     /// <summary>
     /// <see cref="EnsureDurableAsync"/> for a request that is appended already and would be appended again by a resend: a
