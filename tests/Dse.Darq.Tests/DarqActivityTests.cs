@@ -244,6 +244,52 @@ public sealed class DarqActivityTests
     }
 
     [Fact]
+    public async Task StepBatchAsync_RecordsActivitiesInSeveralSteps_RunsEachOnceAndCompletesIt()
+    {
+        var service = new FakeExternalService();
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        var processor = await darq.RegisterProcessorAsync();
+        await using var runner = new DarqActivityRunner(processor, Options(Charging(service)));
+        var first = await darq.EnqueueAsync("order 1".Bytes());
+        var second = await darq.EnqueueAsync("order 2".Bytes());
+
+        var recorded = await runner.StepBatchAsync(
+        [
+            new DarqStep().Consume(first.Lsn).AddActivity("charge", "1".Bytes()),
+            new DarqStep().Consume(second.Lsn).AddSelf("state".Bytes()).AddActivity("charge", "2".Bytes()),
+        ]);
+        long[] activities = [recorded[0].SelfLsns[0], recorded[1].SelfLsns[1]];
+        foreach (long activity in activities)
+        {
+            await runner.WhenCompletedAsync(activity).WaitAsync(Timeout);
+            Assert.Equal(1, service.Effects($"test:{activity}"));
+        }
+
+        Assert.Equal(2, service.TotalEffects);
+        Assert.Equal(0, runner.RunningCount);
+    }
+
+    [Fact]
+    public async Task StepBatchAsync_UnknownActivityNameInALaterStep_IsAClearErrorAndAppendsNothing()
+    {
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        var processor = await darq.RegisterProcessorAsync();
+        await using var runner = new DarqActivityRunner(processor, Options(Charging(new FakeExternalService())));
+        var order = await darq.EnqueueAsync("order".Bytes());
+        long tail = darq.TailAddress;
+
+        var unknown = await Assert.ThrowsAsync<ArgumentException>(() => runner.StepBatchAsync(
+        [
+            new DarqStep().Consume(order.Lsn).AddActivity("charge", "1".Bytes()),
+            new DarqStep().AddActivity("refund", "1".Bytes()),
+        ]).AsTask());
+
+        Assert.Contains("'refund'", unknown.Message, StringComparison.Ordinal);
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(1, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task StepAsync_UnknownActivityName_IsAClearErrorAndAppendsNothing()
     {
         await using var darq = await new DarqTestStorage().OpenAsync();

@@ -98,6 +98,32 @@ public sealed class DarqActivityRunner : IAsyncDisposable
     }
 
     /// <summary>
+    /// Takes a batch of steps through the processor (<see cref="DarqProcessor.StepBatchAsync"/>: one gate acquisition,
+    /// refused whole) and starts the activities they record, as <see cref="StepAsync"/> does for one step.
+    /// </summary>
+    /// <param name="steps">The steps, in order.</param>
+    /// <param name="cancellationToken">Cancels the batch until its first part is appended (see <see cref="Darq.StepBatchAsync"/>).</param>
+    /// <returns>Each step's result, in order.</returns>
+    /// <exception cref="ArgumentException">A step records an activity whose name has no handler; nothing is appended.</exception>
+    public async ValueTask<IReadOnlyList<DarqStepResult>> StepBatchAsync(IReadOnlyList<DarqStep> steps, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(steps);
+        ThrowIfDisposed();
+        for (int i = 0; i < steps.Count; i++)
+        {
+            CheckHandlers(steps[i] ?? throw new ArgumentException($"Step {i} of the batch is null.", nameof(steps)));
+        }
+
+        var results = await _processor.StepBatchAsync(steps, cancellationToken).ConfigureAwait(false);
+        for (int i = 0; i < results.Count; i++)
+        {
+            StartActivities(steps[i], results[i]);
+        }
+
+        return results;
+    }
+
+    /// <summary>
     /// Starts a streamed activity message (from the replay) unless it is already running here; other messages are left
     /// to the caller.
     /// </summary>
