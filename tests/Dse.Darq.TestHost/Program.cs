@@ -17,6 +17,8 @@ namespace Dse.Darq.TestHost;
 /// SELF message (<see cref="SumState"/>). With <c>--finish</c> the producer then sends an end marker (sequence N+1,
 /// value 0); the processor's step on it prints <c>FINAL count sum duplicates missing</c> once durable and the program
 /// exits 0 (<c>ENDED-BEFORE</c> when a run on this storage already finished). Without it the program waits for standard input to close (or for the kill).</para>
+/// <para>With <c>--general</c> the host runs one DARQ of a two-DARQ general-speculation pipeline instead (see
+/// <see cref="GeneralMode"/>).</para>
 /// <para>Other lines: <c>READY incarnation replay</c> after registration; <c>STEPS count</c> every 100 steps.
 /// Errors go to standard error, with exit code 3; bad arguments exit 2.</para>
 /// </remarks>
@@ -25,14 +27,14 @@ internal static class Program
     private const int Batch = 32;
     private const int ExitUsage = 2;
     private const int ExitFailed = 3;
-    private const string Usage = "usage: Dse.Darq.TestHost --count N (--dir DIR | --connection CS --container NAME) [--from S] [--finish]";
+    private const string Usage = "usage: Dse.Darq.TestHost --count N (--dir DIR | --connection CS --container NAME) [--from S] [--finish] [--paced]\n   or: " + GeneralMode.Usage;
 
     public static async Task<int> Main(string[] args)
     {
         var arguments = new Dictionary<string, string>(StringComparer.Ordinal);
         for (int i = 0; i < args.Length; i++)
         {
-            if (args[i] is "--finish" or "--paced")
+            if (args[i] is "--finish" or "--paced" or "--general")
             {
                 arguments[args[i][2..]] = "1";
             }
@@ -52,6 +54,11 @@ internal static class Program
         {
             await Console.Error.WriteLineAsync($"--count must be a positive number and --from (if given) too\n{Usage}");
             return ExitUsage;
+        }
+
+        if (arguments.ContainsKey("general"))
+        {
+            return await GeneralMode.RunAsync(arguments, count, Console.Error);
         }
 
         DarqOptions options;

@@ -28,6 +28,10 @@ internal sealed class DarqHostProcess : IAsyncDisposable
 
     /// <summary>Starts the host with <paramref name="arguments"/>; <paramref name="onLine"/> sees each output line.</summary>
     public static DarqHostProcess Start(IEnumerable<string> arguments, Action<string> onLine)
+        => StartProgram(HostAssembly(), arguments, onLine);
+
+    /// <summary>Starts another program of this repository built next to the tests (see <see cref="BuiltAssembly"/>).</summary>
+    public static DarqHostProcess StartProgram(string assembly, IEnumerable<string> arguments, Action<string> onLine)
     {
         var start = new ProcessStartInfo(DotnetMuxer())
         {
@@ -37,7 +41,7 @@ internal sealed class DarqHostProcess : IAsyncDisposable
             UseShellExecute = false,
         };
         start.ArgumentList.Add("exec");
-        start.ArgumentList.Add(HostAssembly());
+        start.ArgumentList.Add(assembly);
         foreach (string argument in arguments)
         {
             start.ArgumentList.Add(argument);
@@ -106,7 +110,13 @@ internal sealed class DarqHostProcess : IAsyncDisposable
     }
 
     /// <summary>The host's build output next to this assembly's: tests/Dse.Darq.TestHost/bin/{configuration}/{framework}.</summary>
-    private static string HostAssembly()
+    private static string HostAssembly() => BuiltAssembly("tests/Dse.Darq.TestHost", "Dse.Darq.TestHost.dll");
+
+    /// <summary>
+    /// A program's build output in the same configuration and framework as this assembly's:
+    /// <paramref name="project"/>/bin/{configuration}/{framework}/<paramref name="dll"/>, from the repository root.
+    /// </summary>
+    public static string BuiltAssembly(string project, string dll)
     {
         var output = new DirectoryInfo(AppContext.BaseDirectory.TrimEnd(Path.DirectorySeparatorChar));
         string framework = output.Name;
@@ -117,10 +127,10 @@ internal sealed class DarqHostProcess : IAsyncDisposable
             root = root.Parent;
         }
 
-        string path = Path.Combine(root?.FullName ?? ".", "tests", "Dse.Darq.TestHost", "bin", configuration, framework, "Dse.Darq.TestHost.dll");
+        string path = Path.Combine([root?.FullName ?? ".", .. project.Split('/'), "bin", configuration, framework, dll]);
         return File.Exists(path)
             ? path
-            : throw new FileNotFoundException($"The DARQ test host is not built at {path}; build it with 'dotnet build tests/Dse.Darq.TestHost -c {configuration}'.", path);
+            : throw new FileNotFoundException($"{dll} is not built at {path}; build it with 'dotnet build {project} -c {configuration}'.", path);
     }
 
     private static string DotnetMuxer()
