@@ -479,7 +479,7 @@ public sealed partial class Darq
         {
             ThrowIfDisposed();
             tail = _log.TailAddress;
-            pending = _log.CommitStronglyAsync(CaptureState().Serialize(), -1, CancellationToken.None);
+            pending = _log.CommitStronglyAsync(SerializeCookie(), -1, CancellationToken.None);
             _lastCommitTail = tail;
             _lastCommitBegin = _log.BeginAddress;
         }

@@ -543,7 +543,7 @@ public sealed partial class Darq : IAsyncDisposable
             else
             {
                 // Under the gate nothing is appended, so the cookie describes exactly the tail FasterLog commits.
-                var cookie = CaptureState().Serialize();
+                var cookie = SerializeCookie();
                 started = Stopwatch.GetTimestamp();
                 pending = _log.CommitStronglyAsync(cookie, -1, CancellationToken.None);
                 _lastCommitTail = tail;
@@ -588,6 +588,27 @@ public sealed partial class Darq : IAsyncDisposable
         }
 
         static async ValueTask AsValueTask(ValueTask<(bool, long, long)> commit) => await commit.ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// The cookie of a new commit; under the gate. Refused before FasterLog sees it when it would not fit the commit
+    /// records: FasterLog's commit worker would fail on it, and on every commit after it.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">The state outgrew the commit records' room.</exception>
+    private byte[] SerializeCookie()
+    {
+        var cookie = CaptureState().Serialize();
+        int limit = DarqCommitState.MaxSize(_options.MaxProducers)
+            + (_options.Speculation == DarqSpeculationMode.General ? DarqCommitState.SpeculationRoom : 0);
+        if (cookie.Length > limit)
+        {
+            throw new InvalidOperationException(
+                $"DARQ '{Name}': the commit state takes {cookie.Length} bytes, more than the {limit} its commit records hold: " +
+                $"{_versions.Count} versions the coordinator has not committed keep their deduplication undo tables " +
+                "(general speculation). Commits resume once the coordinator commits and those versions are pruned.");
+        }
+
+        return cookie;
     }
 
     private DarqCommitState CaptureState() => new()
