@@ -1,5 +1,7 @@
+using System.Diagnostics.Metrics;
 using System.Globalization;
 using System.Text;
+using Microsoft.Extensions.Logging;
 
 namespace Dse.Darq.Tests;
 
@@ -19,6 +21,15 @@ namespace Dse.Darq.Tests;
 /// crash acknowledges nothing: to stay faithful, the harness marks an instance crashed before cutting it, and a delivery
 /// or a source batch that involved a crashed instance counts as not acknowledged (the sender retries, and the DARQ's
 /// deduplication absorbs what did reach storage). A crashed source's delivery loop sends nothing more.</para>
+/// <para>In general speculation (<c>general: true</c>) every DARQ is a StateObject of one embedded
+/// <see cref="ClusterCoordinator"/> and OUT messages leave before they are committed. A crash then cuts the log device
+/// and fails the commit device permanently, so that no commit (and no version persist) is acknowledged after it, as in a
+/// real crash; the reopened DARQ reconnects to the coordinator, which rolls back every dependent. A rollback of a live
+/// DARQ supersedes its processor, which registers again and replays. The source runs a window ahead of the filter's
+/// barrier (<see cref="Darq.WaitForRecoverableAsync"/>) and, after a failure, resends from the first input it has not
+/// seen recoverable under a new producer id: deduplication keeps one sequence number per producer, so resending under the
+/// same id would drop inputs voided by a rollback once a later one was accepted. The filter therefore drops inputs by
+/// their index (it keeps the next expected index in its state). The final alerts are read only through the barrier.</para>
 /// </remarks>
 internal sealed class DarqSearchTrendPipeline
 {
@@ -26,6 +37,9 @@ internal sealed class DarqSearchTrendPipeline
     public const int Threshold = 15;
     private const long SourceProducer = 1;
     private const int FeedBatch = 25;
+    private const int FeedWindow = 200;
+    private static readonly TimeSpan GroupCommitPeriod = TimeSpan.FromMilliseconds(10);
+    private static int s_instances;
     private static readonly TimeSpan CleanupTimeout = TimeSpan.FromSeconds(30);
     private static readonly string[] Terms = ["darq", "faster", "crest", "the", "a", "azure", "dotnet", "queue", "log", "step"];
     private static readonly int[] Weights = [25, 15, 12, 12, 8, 8, 6, 6, 4, 4];
@@ -33,21 +47,42 @@ internal sealed class DarqSearchTrendPipeline
     private readonly DarqDestinationRegistry _registry = new();
     private readonly Dictionary<string, Stage> _stages = new(StringComparer.Ordinal);
     private readonly Progress _progress = new();
+    private readonly Dictionary<string, Stage> _stagesByDarqName = new(StringComparer.Ordinal);
     private readonly List<string> _input;
     private readonly int _windows;
+    private readonly bool _general;
+    private readonly ClusterCoordinator? _coordinator;
+    private readonly RecentLog _log = new();
+    private long _rollbacks;
+    private long _dependentRollbacks;
 
-    public DarqSearchTrendPipeline(int seed, int events)
+    /// <summary>A pipeline over seeded input; <paramref name="general"/> runs it in general speculation under one coordinator.</summary>
+    public DarqSearchTrendPipeline(int seed, int events, bool general = false)
     {
         _windows = events / WindowSize;
         _input = Input(seed, events);
+        _general = general;
+
+        // General: DARQ names unique to this pipeline, so that the rollback counter sees only its own DARQs.
+        string prefix = general ? $"spec{Interlocked.Increment(ref s_instances)}-" : "";
+        _coordinator = general ? new ClusterCoordinator() : null;
+        long id = 1;
         foreach (string name in (string[])["filter", "count", "alert"])
         {
-            _stages[name] = new Stage(name);
+            var stage = new Stage(name, prefix + name, id++);
+            _stages[name] = stage;
+            _stagesByDarqName[stage.DarqName] = stage;
         }
     }
 
     /// <summary>The chaos actions taken, in order (for failure messages).</summary>
     public List<string> Actions { get; } = [];
+
+    /// <summary>General speculation: restores that voided part of a DARQ's log (the <c>dse.darq.rollbacks</c> counter).</summary>
+    public long Rollbacks => Interlocked.Read(ref _rollbacks);
+
+    /// <summary>General speculation: rollbacks of a DARQ other than during its own reopen after a crash (cascading ones).</summary>
+    public long DependentRollbacks => Interlocked.Read(ref _dependentRollbacks);
 
     /// <summary>The source's input: "E term timestamp" events, one per time unit, and "W window" after each window.</summary>
     public static List<string> Input(int seed, int events)
@@ -102,20 +137,29 @@ internal sealed class DarqSearchTrendPipeline
     /// </summary>
     public async Task<(List<string> Windows, List<string> Alerts)> RunAsync(int seed, int chaosActions, CancellationToken cancellationToken)
     {
-        foreach (var stage in _stages.Values)
-        {
-            await OpenAsync(stage);
-        }
-
+        using var listener = _general ? ListenForRollbacks() : null;
+        (List<string> Windows, List<string> Alerts) recoverable = default;
         try
         {
-            var feeding = FeedAsync(cancellationToken);
+            foreach (var stage in _stages.Values)
+            {
+                await OpenAsync(stage);
+            }
+
+            var feeding = _general ? FeedGeneralAsync(cancellationToken) : FeedAsync(cancellationToken);
             var chaos = ChaosAsync(new Random(seed), chaosActions, cancellationToken);
             await Task.WhenAll(feeding, chaos);
 
             // Chaos is over: wait for the current alert processor to hold every window.
             var alert = _stages["alert"];
-            await _progress.WaitUntilAsync(() => alert.Loop!.Windows >= _windows, cancellationToken);
+            if (_general)
+            {
+                recoverable = await ReadRecoverableAlertsAsync(cancellationToken);
+            }
+            else
+            {
+                await _progress.WaitUntilAsync(() => alert.Loop!.Windows >= _windows, cancellationToken);
+            }
         }
         finally
         {
@@ -123,10 +167,21 @@ internal sealed class DarqSearchTrendPipeline
             {
                 if (stage.Darq is not null)
                 {
-                    await stage.Darq.DisposeAsync();
+                    stage.Loop!.Abandon();
+                    await stage.Darq.DisposeAsync().AsTask().WaitAsync(CleanupTimeout, CancellationToken.None);
                     await stage.Loop!.Completion.WaitAsync(CleanupTimeout, CancellationToken.None);
                 }
             }
+
+            if (_coordinator is not null)
+            {
+                await _coordinator.DisposeAsync().AsTask().WaitAsync(CleanupTimeout, CancellationToken.None);
+            }
+        }
+
+        if (_general)
+        {
+            return recoverable;
         }
 
         // The count stage ends with no open window and nothing unconsumed but its state.
@@ -146,7 +201,9 @@ internal sealed class DarqSearchTrendPipeline
 
     /// <summary>What the stages hold, for a failure message.</summary>
     public string Describe() => string.Join("; ", _stages.Values.Select(s =>
-        $"{s.Name}: unconsumed {s.Darq?.UnconsumedCount}, pending out {s.Darq?.PendingOutCount}, steps {s.Loop?.Steps}, windows {s.Loop?.Windows}"));
+        $"{s.Name}: unconsumed {s.Darq?.UnconsumedCount}, pending out {s.Darq?.PendingOutCount}, steps {s.Loop?.Steps}, windows {s.Loop?.Windows}"
+        + (s.Darq?.DseStateObject is { } dse ? $", world-line {dse.WorldLine}, version {dse.CurrentVersion}, committed {dse.CommittedVersion}" : "")))
+        + (_general ? $"; recent log: {_log}" : "");
 
     private static bool IsStopWord(string term) => term is "the" or "a";
 
@@ -158,14 +215,30 @@ internal sealed class DarqSearchTrendPipeline
         var generation = new Generation();
         var darq = await stage.Storage.OpenAsync(o =>
         {
-            o.Name = stage.Name;
+            o.Name = stage.DarqName;
             // No background group commit: a receiving DARQ then commits at once for each delivery (rather than waiting
             // for the next group commit), and each processor commits whenever it has caught up with its stream.
             o.CommitInterval = Timeout.InfiniteTimeSpan;
             o.Destinations = new GuardedDestinations(this, generation);
             o.DeliveryRetryMinDelay = TimeSpan.FromMilliseconds(1);
             o.DeliveryRetryMaxDelay = TimeSpan.FromMilliseconds(5);
-        });
+            if (_general)
+            {
+                o.Speculation = DarqSpeculationMode.General;
+                o.Dse = new DseOptions
+                {
+                    ObjectId = stage.Id,
+                    RunBackgroundTasks = true,
+                    GroupCommitPeriod = GroupCommitPeriod,
+                    HeartbeatPeriod = TimeSpan.FromMinutes(10),
+                };
+                o.Coordinator = _coordinator;
+
+                // The source uses a new producer id per attempt (see the remarks).
+                o.MaxProducers = 1024;
+                o.Dse.LoggerFactory = _log;
+            }
+        }, _general ? _log : null);
         stage.Darq = darq;
         stage.Generation = generation;
         _registry.Add(darq);
@@ -207,17 +280,146 @@ internal sealed class DarqSearchTrendPipeline
         }
     }
 
+    /// <summary>
+    /// General speculation's source: enqueues from the first input not yet seen recoverable, at most
+    /// <see cref="FeedWindow"/> ahead of the barrier (so the stages hold speculative work when a crash comes); any failure
+    /// (a crash, a rollback) starts a new attempt under a new producer id.
+    /// </summary>
+    private async Task FeedGeneralAsync(CancellationToken cancellationToken)
+    {
+        var filter = _stages["filter"];
+        var sent = new Queue<(int Index, long Lsn)>(FeedWindow);
+        int next = 0;
+        long producer = SourceProducer;
+        while (next < _input.Count)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            await filter.Swap.WaitAsync(cancellationToken);
+            var darq = filter.Darq!;
+            filter.Swap.Release();
+            long attempt = producer++;
+            sent.Clear();
+            try
+            {
+                for (int i = next; i < _input.Count || sent.Count > 0;)
+                {
+                    if (i < _input.Count && sent.Count < FeedWindow)
+                    {
+                        var result = await darq.EnqueueAsync(attempt, i, Encoding.UTF8.GetBytes($"{i} {_input[i]}"), cancellationToken);
+                        sent.Enqueue((i++, result.Lsn));
+                        continue;
+                    }
+
+                    // In order: an input counts as received only with every earlier one of the attempt.
+                    var (index, lsn) = sent.Dequeue();
+                    await darq.WaitForRecoverableAsync(lsn, cancellationToken);
+                    next = index + 1;
+                }
+            }
+            catch (Exception e) when (!cancellationToken.IsCancellationRequested)
+            {
+                // Rolled back, crashed or closed under us: resend from the first input not seen recoverable.
+                lock (Actions)
+                {
+                    Actions.Add($"source resends from {next} ({e.GetType().Name})");
+                }
+            }
+        }
+    }
+
+    /// <summary>General speculation: the alert stage's state with every window, once the barrier says it is recoverable.</summary>
+    private async Task<(List<string> Windows, List<string> Alerts)> ReadRecoverableAlertsAsync(CancellationToken cancellationToken)
+    {
+        var alert = _stages["alert"];
+        while (true)
+        {
+            await _progress.WaitUntilAsync(() => alert.Loop!.Windows >= _windows, cancellationToken);
+            var (darq, state) = (alert.Darq!, alert.Loop!.State);
+            if (state is not null && AlertState.Decode(state.Payload).Windows.Count >= _windows)
+            {
+                long seen = _progress.Count;
+                try
+                {
+                    await darq.WaitForRecoverableAsync(state.Lsn, cancellationToken);
+                    var recovered = AlertState.Decode(state.Payload);
+                    return (recovered.Windows, recovered.Alerts);
+                }
+                catch (Exception e) when (e is DseRolledBackException or DseFaultedException or ObjectDisposedException)
+                {
+                    lock (Actions)
+                    {
+                        Actions.Add($"final alert state not recoverable ({e.GetType().Name}); waiting again");
+                    }
+                }
+
+                // Rolled back: wait for the alert stage to make progress again.
+                await _progress.WaitForAsync(seen + 1, cancellationToken);
+            }
+            else
+            {
+                await _progress.WaitForAsync(_progress.Count + 1, cancellationToken);
+            }
+        }
+    }
+
+    /// <summary>Counts this pipeline's DARQ rollbacks; a rollback outside the DARQ's own reopen is a dependent's.</summary>
+    private MeterListener ListenForRollbacks()
+    {
+        var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, l) =>
+            {
+                if (instrument.Meter.Name == DarqInstrumentation.MeterName && instrument.Name == "dse.darq.rollbacks")
+                {
+                    l.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+        listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
+        {
+            foreach (var tag in tags)
+            {
+                if (tag.Key == "darq" && tag.Value is string name && _stagesByDarqName.TryGetValue(name, out var stage))
+                {
+                    bool dependent = !stage.Reopening;
+                    Interlocked.Add(ref _rollbacks, value);
+                    if (dependent)
+                    {
+                        Interlocked.Add(ref _dependentRollbacks, value);
+                    }
+
+                    lock (Actions)
+                    {
+                        Actions.Add($"rollback of {stage.Name}{(dependent ? "" : " (its own reopen)")}");
+                    }
+                }
+            }
+        });
+        listener.Start();
+        return listener;
+    }
+
     private async Task ChaosAsync(Random random, int actions, CancellationToken cancellationToken)
     {
         // Progress points as a share of the steps a failure-free run takes (filter, count and alert steps).
         long expectedSteps = (2L * _input.Count) + (2L * _windows);
         var points = Enumerable.Range(0, actions).Select(_ => (long)(expectedSteps * (0.05 + (0.75 * random.NextDouble())))).Order().ToList();
         string[] names = ["filter", "count", "alert"];
-        foreach (long point in points)
+        for (int action = 0; action < points.Count; action++)
         {
-            await _progress.WaitForAsync(point, cancellationToken);
+            await _progress.WaitForAsync(points[action], cancellationToken);
             var stage = _stages[names[random.Next(names.Length)]];
             bool crash = random.Next(2) == 0;
+            if (_general && action == 0)
+            {
+                // General: the first action crashes the filter while the count stage consumes its speculative output,
+                // so that the rollback cascades.
+                (stage, crash) = (_stages["filter"], true);
+                var count = _stages["count"];
+                long from = count.Loop!.Steps;
+                await _progress.WaitUntilAsync(() => count.Loop!.Steps >= from + 20, cancellationToken);
+            }
+
             lock (Actions)
             {
                 Actions.Add($"{(crash ? "crash" : "kill")} {stage.Name} at {_progress.Count} steps");
@@ -231,11 +433,38 @@ internal sealed class DarqSearchTrendPipeline
                 {
                     // Marked before the cut: anything acknowledged after this point may be lost and must be resent.
                     stage.Generation!.Crashed = true;
-                    stage.Storage.CrashNow();
-                    abandoned.Abandon();
-                    await stage.Darq!.DisposeAsync();
+                    if (_general)
+                    {
+                        abandoned.Abandon();
+
+                        // Nothing is acknowledged after a real crash: the StateObject stops first (on healthy devices, so
+                        // a restore it is applying completes), then the log loses its tail and no commit (no version
+                        // persist still in flight) succeeds, so the coordinator never hears of a version the cut lost.
+                        await stage.Darq!.DseStateObject!.DisposeAsync().AsTask().WaitAsync(cancellationToken);
+                        stage.Storage.LogFaults!.CutNow();
+                        stage.Storage.CommitFaults!.FailPermanently();
+                    }
+                    else
+                    {
+                        stage.Storage.CrashNow();
+                        abandoned.Abandon();
+                    }
+
+                    await stage.Darq!.DisposeAsync().AsTask().WaitAsync(cancellationToken);
                     await abandoned.Completion.WaitAsync(cancellationToken);
-                    await OpenAsync(stage);
+                    stage.Reopening = true;
+                    try
+                    {
+                        await OpenAsync(stage).WaitAsync(cancellationToken);
+                        lock (Actions)
+                        {
+                            Actions.Add($"{stage.Name} reopened");
+                        }
+                    }
+                    finally
+                    {
+                        stage.Reopening = false;
+                    }
                 }
                 else
                 {
@@ -253,9 +482,24 @@ internal sealed class DarqSearchTrendPipeline
     }
 
     /// <summary>One stage: its storage (which outlives instances) and its current DARQ instance and processor.</summary>
-    private sealed class Stage(string name)
+    private sealed class Stage(string name, string darqName, long id)
     {
+        private volatile bool _reopening;
+
         public string Name { get; } = name;
+
+        /// <summary>The DARQ's name (the stage name, prefixed in general speculation).</summary>
+        public string DarqName { get; } = darqName;
+
+        /// <summary>General speculation: the StateObject id.</summary>
+        public long Id { get; } = id;
+
+        /// <summary>Set while a crashed DARQ reopens (its own rollback is not a dependent's).</summary>
+        public bool Reopening
+        {
+            get => _reopening;
+            set => _reopening = value;
+        }
 
         public DarqTestStorage Storage { get; } = new();
 
@@ -299,13 +543,28 @@ internal sealed class DarqSearchTrendPipeline
                     throw new IOException($"{delivery.Source} crashed: its OUT entries may not be durable.");
                 }
 
-                var target = pipeline._stages[name].Generation!;
+                var target = pipeline._stagesByDarqName[name].Generation!;
                 var destination = pipeline._registry.Resolve(name) ?? throw new IOException($"{name} is gone.");
                 await destination.DeliverAsync(delivery, cancellationToken);
                 if (target.Crashed)
                 {
                     throw new IOException($"{name} crashed during the delivery: the acknowledgement may be false.");
                 }
+            }
+
+            /// <summary>
+            /// General speculation: nothing leaves a crashed instance; the acknowledgement carries the destination's
+            /// dependency, so the coordinator (not this guard) handles a destination that loses it.
+            /// </summary>
+            public async ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+            {
+                if (source.Crashed)
+                {
+                    throw new IOException($"{delivery.Source} crashed: its OUT entries may not be durable.");
+                }
+
+                var destination = pipeline._registry.Resolve(name) ?? throw new IOException($"{name} is gone.");
+                return await destination.DeliverSpeculativeAsync(delivery, cancellationToken);
             }
         }
     }
@@ -318,6 +577,7 @@ internal sealed class DarqSearchTrendPipeline
         private readonly Darq _darq;
         private readonly DarqProcessor _processor;
         private readonly CancellationTokenSource _abandon = new();
+        private StateView? _state;
         private int _windows;
         private long _steps;
 
@@ -337,22 +597,54 @@ internal sealed class DarqSearchTrendPipeline
 
         public long Steps => Interlocked.Read(ref _steps);
 
+        /// <summary>The latest state and the LSN of its SELF message (null before the first).</summary>
+        public StateView? State => Volatile.Read(ref _state);
+
         public void Abandon() => _abandon.Cancel();
 
         private async Task RunAsync()
+        {
+            var processor = _processor;
+            while (true)
+            {
+                try
+                {
+                    await RunAsync(processor);
+                    return;
+                }
+                catch (Exception e) when (_pipeline._general && !_abandon.IsCancellationRequested
+                                          && (e is DarqStaleIncarnationException || e.InnerException is DarqStaleIncarnationException))
+                {
+                    // General speculation: a rollback superseded the processor. Register again: replay brings the
+                    // restored state.
+                }
+
+                try
+                {
+                    processor = await _darq.RegisterProcessorAsync(_abandon.Token);
+                }
+                catch (Exception e) when (e is OperationCanceledException or ObjectDisposedException || _abandon.IsCancellationRequested)
+                {
+                    return;
+                }
+            }
+        }
+
+        private async Task RunAsync(DarqProcessor processor)
         {
             var token = _abandon.Token;
             byte[]? state = null;
             long stateLsn = -1;
             try
             {
-                await foreach (var message in _processor.ReadAllAsync(token))
+                await foreach (var message in processor.ReadAllAsync(token))
                 {
                     if (message.Kind == DarqMessageKind.Self)
                     {
                         // Replay brings the latest state (the only unconsumed SELF message) before any IN message.
                         state = message.Payload.ToArray();
                         stateLsn = message.Lsn;
+                        Volatile.Write(ref _state, new StateView(state, stateLsn));
                         if (_stage == "alert")
                         {
                             Volatile.Write(ref _windows, AlertState.Decode(state).Windows.Count);
@@ -375,26 +667,54 @@ internal sealed class DarqSearchTrendPipeline
                         step.AddSelf(next);
                     }
 
-                    var result = await _processor.StepAsync(step, token);
+                    var result = await processor.StepAsync(step, token);
                     if (next is not null)
                     {
                         (state, stateLsn) = (next, result.SelfLsns[0]);
+                        Volatile.Write(ref _state, new StateView(state, stateLsn));
                     }
 
                     Interlocked.Increment(ref _steps);
                     _pipeline._progress.Increment();
-                    if (!_processor.Messages.TryPeek(out _))
+                    if (!_pipeline._general && !processor.Messages.TryPeek(out _))
                     {
                         // Caught up: commit, so that the steps so far become durable and their OUT messages deliverable.
                         await _darq.CommitAsync(token);
                     }
                 }
             }
+            catch (Exception e) when (_pipeline._general && !_abandon.IsCancellationRequested
+                                      && (e is DarqStaleIncarnationException || e.InnerException is DarqStaleIncarnationException))
+            {
+                // General speculation: superseded by a rollback; the caller registers again.
+                throw;
+            }
             catch (Exception e) when (e is OperationCanceledException or DarqStaleIncarnationException or ObjectDisposedException
                                       || _abandon.IsCancellationRequested)
             {
                 // Abandoned, superseded or crashed (a crash abandons the loop before closing the DARQ): its work is over.
             }
+        }
+
+        /// <summary>
+        /// General speculation's filter: inputs come as "index line"; the state is the next expected index. Any other
+        /// index is dropped (a duplicate, or one after a gap that a rollback left, which the source resends).
+        /// </summary>
+        private byte[] FilterIndexed(byte[]? state, string input, DarqStep step)
+        {
+            long expected = state is null ? 0 : long.Parse(Encoding.UTF8.GetString(state), CultureInfo.InvariantCulture);
+            string[] parts = input.Split(' ', 3);
+            if (long.Parse(parts[0], CultureInfo.InvariantCulture) != expected)
+            {
+                return state ?? "0"u8.ToArray();
+            }
+
+            if (parts[1] == "W" || !IsStopWord(parts[2].Split(' ')[0]))
+            {
+                step.AddOut(_pipeline._stages["count"].DarqName, Encoding.UTF8.GetBytes($"{parts[1]} {parts[2]}"));
+            }
+
+            return Encoding.UTF8.GetBytes((expected + 1).ToString(CultureInfo.InvariantCulture));
         }
 
         /// <summary>The stage's logic: adds OUT messages to the step and returns the new state (null: stateless).</summary>
@@ -404,9 +724,14 @@ internal sealed class DarqSearchTrendPipeline
             switch (_stage)
             {
                 case "filter":
+                    if (_pipeline._general)
+                    {
+                        return FilterIndexed(state, input, step);
+                    }
+
                     if (parts[0] == "W" || !IsStopWord(parts[1].Split(' ')[0]))
                     {
-                        step.AddOut("count", Encoding.UTF8.GetBytes(input));
+                        step.AddOut(_pipeline._stages["count"].DarqName, Encoding.UTF8.GetBytes(input));
                     }
 
                     return null;
@@ -427,7 +752,7 @@ internal sealed class DarqSearchTrendPipeline
                     }
                     else
                     {
-                        step.AddOut("alert", Encoding.UTF8.GetBytes(Summary(long.Parse(parts[1], CultureInfo.InvariantCulture), counts)));
+                        step.AddOut(_pipeline._stages["alert"].DarqName, Encoding.UTF8.GetBytes(Summary(long.Parse(parts[1], CultureInfo.InvariantCulture), counts)));
                         counts.Clear();
                     }
 
@@ -444,6 +769,56 @@ internal sealed class DarqSearchTrendPipeline
             }
         }
     }
+
+    /// <summary>The latest warnings and errors of the DARQs and their StateObjects (general speculation), for a failure message.</summary>
+    private sealed class RecentLog : ILoggerFactory, ILoggerProvider, ILogger
+    {
+        private const int Keep = 30;
+        private readonly Queue<string> _entries = new();
+
+        public ILogger CreateLogger(string categoryName) => this;
+
+        public void AddProvider(ILoggerProvider provider)
+        {
+        }
+
+        public IDisposable? BeginScope<TState>(TState state)
+            where TState : notnull => null;
+
+        public bool IsEnabled(LogLevel logLevel) => logLevel >= LogLevel.Warning;
+
+        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+        {
+            if (!IsEnabled(logLevel))
+            {
+                return;
+            }
+
+            lock (_entries)
+            {
+                _entries.Enqueue($"[{eventId.Id}] {formatter(state, exception)}{(exception is null ? "" : $" ({exception.GetType().Name}: {exception.Message})")}");
+                if (_entries.Count > Keep)
+                {
+                    _entries.Dequeue();
+                }
+            }
+        }
+
+        public override string ToString()
+        {
+            lock (_entries)
+            {
+                return string.Join(" | ", _entries);
+            }
+        }
+
+        public void Dispose()
+        {
+        }
+    }
+
+    /// <summary>A processor's state and the LSN of the SELF message holding it.</summary>
+    private sealed record StateView(byte[] Payload, long Lsn);
 
     /// <summary>The alert stage's state: every window summary received, in order, and the alerts raised from them.</summary>
     private sealed class AlertState

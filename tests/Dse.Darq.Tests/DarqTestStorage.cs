@@ -1,6 +1,7 @@
 using System.Buffers.Binary;
 using Dse.Storage;
 using FASTER.core;
+using Microsoft.Extensions.Logging;
 
 namespace Dse.Darq.Tests;
 
@@ -42,13 +43,13 @@ internal sealed class DarqTestStorage
         CommitInterval = Timeout.InfiniteTimeSpan,
     };
 
-    public Task<Darq> OpenAsync(Action<DarqOptions>? configure = null)
+    public Task<Darq> OpenAsync(Action<DarqOptions>? configure = null, ILoggerFactory? loggerFactory = null)
     {
         LogFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(Log));
         CommitFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(Commits));
         var options = Options(LogFaults, CommitFaults);
         configure?.Invoke(options);
-        return Darq.OpenAsync(options);
+        return Darq.OpenAsync(options, loggerFactory);
     }
 
     /// <summary>A point-in-time copy of both devices' bytes, to open a second DARQ without touching this storage.</summary>

@@ -283,7 +283,12 @@ public sealed partial class Darq
             return true;
         }
 
-        byte[] encoded = _outHeaders.TryGetValue(lsn, out var stepHeader) ? stepHeader : header.ToArray();
+        // A step's header from an earlier world-line is not sent: the destination may be unable to prove that the vertex
+        // survived the decisions since (it discards such a message, and the entry would be refused forever). The entry is
+        // still pending, so it survived: the current vertex stands in for it.
+        byte[] encoded = _outHeaders.TryGetValue(lsn, out var stepHeader) && DseHeader.Parse(stepHeader).WorldLine == header.WorldLine
+            ? stepHeader
+            : header.ToArray();
 
         ReadOnlyMemory<byte> reply;
         DseHeader replyHeader;

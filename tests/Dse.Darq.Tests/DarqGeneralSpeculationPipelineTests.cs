@@ -1,0 +1,62 @@
+using Xunit.Abstractions;
+
+namespace Dse.Darq.Tests;
+
+/// <summary>
+/// The three-stage search-trend pipeline (<see cref="DarqSearchTrendPipeline"/>) in general speculation: each DARQ a
+/// StateObject of one embedded <see cref="ClusterCoordinator"/>, OUT delivered before it is committed, the final alerts
+/// read only through the barrier (<see cref="Darq.WaitForRecoverableAsync"/>). With seeded processor kills and whole-DARQ
+/// crashes (the coordinator then rolls back every dependent), the recoverable alerts and window counts must equal the
+/// failure-free run's exactly, and at least one dependent DARQ must have rolled back.
+/// </summary>
+[Trait("Category", "Recovery")]
+[Trait("Category", "Simulation")]
+public sealed class DarqGeneralSpeculationPipelineTests(ITestOutputHelper output)
+{
+    private const int Events = 3000;
+    private const int ChaosActions = 10;
+    private static readonly TimeSpan HangGuard = TimeSpan.FromSeconds(90);
+
+    [Fact]
+    public async Task Pipeline_GeneralSpeculationCrashesAndKills_RecoverableAlertsEqualAFailureFreeRun()
+    {
+        const string testName = nameof(Pipeline_GeneralSpeculationCrashesAndKills_RecoverableAlertsEqualAFailureFreeRun);
+        int seed = DarqSeed.Pick(output, testName);
+        string context = DarqSeed.Replay(seed, testName);
+        var (windows, alerts) = DarqSearchTrendPipeline.Expected(DarqSearchTrendPipeline.Input(seed, Events));
+        Assert.NotEmpty(alerts);
+
+        var (freeWindows, freeAlerts, _) = await RunPipelineAsync(seed, testName, 0);
+        Assert.True(windows.SequenceEqual(freeWindows), $"the failure-free run's window counts differ from the reference; {context}");
+        Assert.True(alerts.SequenceEqual(freeAlerts), $"the failure-free run's alerts differ from the reference; {context}");
+
+        var (resultWindows, resultAlerts, pipeline) = await RunPipelineAsync(seed, testName, ChaosActions);
+        string chaos = string.Join(", ", pipeline.Actions);
+        Assert.True(freeWindows.SequenceEqual(resultWindows),
+            $"window counts differ from the failure-free run (expected {freeWindows.Count}, got {resultWindows.Count}; first difference: "
+            + $"{freeWindows.Zip(resultWindows).FirstOrDefault(p => p.First != p.Second)}); chaos: {chaos}; {context}");
+        Assert.True(freeAlerts.SequenceEqual(resultAlerts),
+            $"alerts differ: expected [{string.Join(", ", freeAlerts)}], got [{string.Join(", ", resultAlerts)}]; chaos: {chaos}; {context}");
+        Assert.True(pipeline.DependentRollbacks >= 1,
+            $"no dependent DARQ rolled back ({pipeline.Rollbacks} rollbacks in all), so rollback never cascaded; chaos: {chaos}; {context}");
+    }
+
+    private async Task<(List<string> Windows, List<string> Alerts, DarqSearchTrendPipeline Pipeline)> RunPipelineAsync(int seed, string testName, int chaosActions)
+    {
+        var pipeline = new DarqSearchTrendPipeline(seed, Events, general: true);
+        using var guard = new CancellationTokenSource(HangGuard);
+        try
+        {
+            var (windows, alerts) = await pipeline.RunAsync(seed, chaosActions, guard.Token);
+            output.WriteLine($"{chaosActions} chaos actions: {windows.Count} windows, {alerts.Count} alerts, {pipeline.Rollbacks} rollbacks "
+                             + $"({pipeline.DependentRollbacks} of dependents); {string.Join(", ", pipeline.Actions)}");
+            return (windows, alerts, pipeline);
+        }
+        catch (Exception e) when (e is not OperationCanceledException || guard.IsCancellationRequested)
+        {
+            throw new InvalidOperationException(
+                $"The general-speculation pipeline with {chaosActions} chaos actions failed: {pipeline.Describe()}; chaos: {string.Join(", ", pipeline.Actions)}; "
+                + DarqSeed.Replay(seed, testName), e);
+        }
+    }
+}
