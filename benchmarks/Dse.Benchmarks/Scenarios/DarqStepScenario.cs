@@ -13,7 +13,8 @@ namespace Dse.Benchmarks.Scenarios;
 /// <item>The paper's (DARQ paper, Table 3, "Colocated-ssd"): each step only consumes its message (a completion record,
 /// validated and appended). The baseline scans each preloaded 1 KB entry of a raw FasterLog with an iterator (from
 /// memory) and appends one entry of the completion record's size per entry. Keys <c>darq_ops</c>, <c>raw_ops</c>,
-/// <c>ratio</c>, and the batched <c>batch_*</c>.</item>
+/// <c>ratio</c>, and the batched <c>batch_*</c>; <c>copy_*</c> is the same baseline with a scan that copies each entry
+/// out (FasterLog's plain <c>GetNext</c>).</item>
 /// <item>The consume+OUT variant: each step consumes one message and sends one 1 KB OUT message; the baseline is one
 /// writer enqueueing as many 1 KB entries. Keys <c>out_*</c>.</item>
 /// </list>
@@ -64,7 +65,8 @@ public sealed class DarqStepScenario : IScenario
         for (int round = 0; round < rounds; round++)
         {
             await RunRoundAsync(bench, messages, outMessages, paper, withOut, context.CancellationToken);
-            context.Log.WriteLine($"darq-step round {round + 1}, consume only: {paper.Describe("raw scan+append")}");
+            context.Log.WriteLine($"darq-step round {round + 1}, consume only: {paper.Describe("raw scan+append")}; " +
+                $"raw scan (copying)+append {paper.RawCopy.Ops[^1]:F0}/s (GC pauses {paper.RawCopy.Pause[^1]:P0}; CPU {paper.RawCopy.Cpu[^1]:F2} us per operation)");
             context.Log.WriteLine($"darq-step round {round + 1}, consume+OUT: {withOut.Describe("raw enqueue")}");
         }
 
@@ -84,6 +86,9 @@ public sealed class DarqStepScenario : IScenario
             .Add("step_cpu_us", Stats.Median(paper.Steps.Cpu), 2)
             .Add("batch_cpu_us", Stats.Median(paper.Batched.Cpu), 2)
             .Add("cpu_ratio", Stats.Median(paper.Raw.Cpu) / Stats.Median(paper.Steps.Cpu), 3)
+            .Add("copy_raw_ops", Stats.Median(paper.RawCopy.Ops), 0)
+            .Add("copy_ratio", darqOps / Stats.Median(paper.RawCopy.Ops), 3)
+            .Add("copy_raw_cpu_us", Stats.Median(paper.RawCopy.Cpu), 2)
             .Add("out_darq_ops", outDarqOps, 0)
             .Add("out_raw_ops", outRawOps, 0)
             .Add("out_ratio", outDarqOps / outRawOps, 3)
@@ -100,10 +105,11 @@ public sealed class DarqStepScenario : IScenario
             .Add("message_bytes", DarqBench.MessageSize);
     }
 
-    /// <summary>One round: the six timed phases, each on a fresh log, in a fixed order.</summary>
+    /// <summary>One round: the seven timed phases, each on a fresh log, in a fixed order.</summary>
     private static async Task RunRoundAsync(DarqBench bench, int messages, int outMessages, Variant paper, Variant withOut, CancellationToken cancellationToken)
     {
-        paper.Raw.Add(await MeasureRawScanAppendAsync(bench, messages), s_lastCpuMicros, s_lastPauseShare);
+        paper.Raw.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false), s_lastCpuMicros, s_lastPauseShare);
+        paper.RawCopy.Add(await MeasureRawScanAppendAsync(bench, messages, copy: true), s_lastCpuMicros, s_lastPauseShare);
         paper.Steps.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
         paper.Batched.Add(await MeasureBatchedStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
         withOut.Raw.Add(await MeasureRawEnqueueAsync(bench, outMessages), s_lastCpuMicros, s_lastPauseShare);
@@ -128,7 +134,7 @@ public sealed class DarqStepScenario : IScenario
     /// with an iterator (the entries are in log memory; the consumer sees each in place, no copy) and append one
     /// <see cref="CompletionRecordSize"/>-byte entry naming its address, as a DARQ step appends its completion record.
     /// </summary>
-    private static async Task<double> MeasureRawScanAppendAsync(DarqBench bench, int messages)
+    private static async Task<double> MeasureRawScanAppendAsync(DarqBench bench, int messages, bool copy)
     {
         await using var raw = bench.OpenRaw();
         var payload = DarqBench.Payload();
@@ -150,7 +156,22 @@ public sealed class DarqStepScenario : IScenario
         var clock = Stopwatch.StartNew();
         while (scanned < messages)
         {
-            if (!iterator.TryConsumeNext(reader))
+            bool found;
+            if (copy)
+            {
+                // The entry copied out into a new array, as FasterLog's plain GetNext does.
+                found = iterator.GetNext(out byte[] entry, out int length, out long address);
+                if (found)
+                {
+                    reader.Consume(entry.AsSpan(0, length), address, 0);
+                }
+            }
+            else
+            {
+                found = iterator.TryConsumeNext(reader);
+            }
+
+            if (!found)
             {
                 if (!await iterator.WaitAsync())
                 {
@@ -329,6 +350,9 @@ public sealed class DarqStepScenario : IScenario
     private sealed class Variant
     {
         public Phase Raw { get; } = new();
+
+        /// <summary>The consume-only variant's second baseline: the scan copies each entry out (unused by consume+OUT).</summary>
+        public Phase RawCopy { get; } = new();
 
         public Phase Steps { get; } = new();
 
