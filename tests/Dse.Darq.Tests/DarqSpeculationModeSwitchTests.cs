@@ -45,4 +45,38 @@ public sealed class DarqSpeculationModeSwitchTests
         await using var reopened = await storage.OpenAsync(DarqGeneralSpeculationTests.General("darq", 1, coordinator));
         Assert.NotNull(reopened.DseStateObject);
     }
+
+    [Theory]
+    [InlineData(2)]
+    [InlineData(3)]
+    [Trait("Category", "Recovery")]
+    public async Task Open_IntraParticipantOnLogWrittenGeneral_RecoversTheNewestCommit(int messages)
+    {
+        // Commits alternate between two slots; with background commits off, one more message puts the newest commit in
+        // the other slot. It must be found whichever mode wrote it.
+        var storage = new DarqTestStorage();
+        var coordinator = new ClusterCoordinator();
+        var expected = new List<string>();
+        long committed;
+        await using (var darq = await storage.OpenAsync(o =>
+        {
+            DarqGeneralSpeculationTests.General("darq", 1, coordinator)(o);
+            o.CommitInterval = Timeout.InfiniteTimeSpan;
+        }))
+        {
+            for (int i = 1; i <= messages; i++)
+            {
+                await darq.EnqueueAsync(7, i, $"m{i}".Bytes());
+                expected.Add($"m{i}");
+                await darq.DseStateObject!.AdvanceVersionAsync();
+            }
+
+            committed = darq.TailAddress;
+        }
+
+        await using var reopened = await storage.OpenAsync(o => o.CommitInterval = Timeout.InfiniteTimeSpan);
+        Assert.True(reopened.CommittedUntilAddress >= committed, $"recovered up to {reopened.CommittedUntilAddress}, but {committed} was committed");
+        var processor = await reopened.RegisterProcessorAsync();
+        Assert.Equal(expected, processor.Drain().Select(m => m.Text()));
+    }
 }

@@ -76,7 +76,7 @@ internal sealed class DarqTestStorage
     /// <summary>Damages the commit slot holding the newest commit (as a torn commit write would).</summary>
     public void TearNewestCommit()
     {
-        const int slotSize = 8192; // 64-byte header + metadata for 16 producers + 4 KiB, rounded to 4 KiB
+        const int slotSize = 24576; // 64-byte header + metadata for 16 producers + 4 KiB + 16 KiB speculation room, rounded to 4 KiB
         long newest = -1;
         int newestSlot = -1;
         for (int slot = 0; slot < 2; slot++)

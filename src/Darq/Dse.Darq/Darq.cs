@@ -98,13 +98,15 @@ public sealed partial class Darq : IAsyncDisposable
         options.Validate();
         var logger = loggerFactory?.CreateLogger<Darq>() ?? (ILogger)NullLogger.Instance;
 
-        // FasterLog's recovery info (addresses, commit number, iterators) plus the cookie, with room to spare.
-        int maxMetadata = DarqCommitState.MaxSize(options.MaxProducers) + 4096
-            + (options.Speculation == DarqSpeculationMode.General ? DarqCommitState.SpeculationRoom : 0);
+        // FasterLog's recovery info (addresses, commit number, iterators) plus the cookie, with room to spare. The slots
+        // are sized the same in every speculation mode (a log may be reopened in another mode, and the second slot's
+        // offset follows from the size); revision-3 DARQs sized them without the speculation room outside general mode.
+        int legacyMetadata = DarqCommitState.MaxSize(options.MaxProducers) + 4096;
+        int maxMetadata = legacyMetadata + DarqCommitState.SpeculationRoom;
         DarqCommitManager commitManager;
         try
         {
-            commitManager = await DarqCommitManager.OpenAsync(options.CommitDevice!, maxMetadata, options.OwnsDevices, logger, options.Name)
+            commitManager = await DarqCommitManager.OpenAsync(options.CommitDevice!, maxMetadata, legacyMetadata, options.OwnsDevices, logger, options.Name)
                 .ConfigureAwait(false);
         }
         catch

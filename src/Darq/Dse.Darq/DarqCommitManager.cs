@@ -68,8 +68,10 @@ internal sealed class DarqCommitManager : ILogCommitManager
         _darqName = darqName;
         _sectorSize = (int)device.SectorSize;
         _maxMetadataBytes = maxMetadataBytes;
-        _slotSize = RoundUp(HeaderSize + maxMetadataBytes, Math.Max(_sectorSize, Alignment));
+        _slotSize = SlotSizeFor(maxMetadataBytes);
     }
+
+    private int SlotSizeFor(int maxMetadataBytes) => RoundUp(HeaderSize + maxMetadataBytes, Math.Max(_sectorSize, Alignment));
 
     /// <summary>The number of the newest valid commit, or -1 when there is none.</summary>
     public long LatestCommit
@@ -91,7 +93,17 @@ internal sealed class DarqCommitManager : ILogCommitManager
     public Task Failure => _failure.Task;
 
     /// <summary>Opens the manager on a device and reads both slots.</summary>
-    public static async Task<DarqCommitManager> OpenAsync(IDevice device, int maxMetadataBytes, bool ownsDevice, ILogger logger, string darqName)
+    /// <param name="device">The commit device.</param>
+    /// <param name="maxMetadataBytes">The largest commit metadata; sizes the slots.</param>
+    /// <param name="legacyMaxMetadataBytes">
+    /// The metadata capacity an earlier revision sized the slots with (0: none): its second slot is also looked for there,
+    /// so that a commit device written with smaller slots still opens at its newest commit.
+    /// </param>
+    /// <param name="ownsDevice">Whether disposing the manager disposes the device.</param>
+    /// <param name="logger">Logs torn slots and failed writes.</param>
+    /// <param name="darqName">The DARQ's name, for messages.</param>
+    public static async Task<DarqCommitManager> OpenAsync(IDevice device, int maxMetadataBytes, int legacyMaxMetadataBytes, bool ownsDevice, ILogger logger,
+        string darqName)
     {
         if (device.SectorSize > Alignment || !uint.IsPow2(device.SectorSize))
         {
@@ -101,9 +113,18 @@ internal sealed class DarqCommitManager : ILogCommitManager
         var manager = new DarqCommitManager(device, maxMetadataBytes, ownsDevice, logger, darqName);
         device.Initialize(1L << 40);
         long newestSlotCommit = -1;
-        for (int slot = 0; slot < 2; slot++)
+        var candidates = new List<(int Slot, int SlotSize)> { (0, manager._slotSize), (1, manager._slotSize) };
+        int legacySlotSize = legacyMaxMetadataBytes > 0 ? manager.SlotSizeFor(legacyMaxMetadataBytes) : manager._slotSize;
+        if (legacySlotSize != manager._slotSize)
         {
-            var (commitNum, metadata) = await manager.ReadSlotAsync(slot).ConfigureAwait(false);
+            // Written with smaller slots: its second slot starts elsewhere. A stale record found there is older than
+            // anything written since, so the newest valid commit still wins.
+            candidates.Add((1, legacySlotSize));
+        }
+
+        foreach (var (slot, slotSize) in candidates)
+        {
+            var (commitNum, metadata) = await manager.ReadSlotAsync(slot, slotSize).ConfigureAwait(false);
             if (metadata is null)
             {
                 continue;
@@ -115,6 +136,12 @@ internal sealed class DarqCommitManager : ILogCommitManager
                 newestSlotCommit = commitNum;
                 manager._nextSlot = 1 - slot;
             }
+        }
+
+        // At most the two newest commits are kept.
+        while (manager._commits.Count > 2)
+        {
+            manager._commits.Remove(manager._commits.Keys.First());
         }
 
         return manager;
@@ -239,12 +266,12 @@ internal sealed class DarqCommitManager : ILogCommitManager
     private static int RoundUp(int value, int multiple) => (value + multiple - 1) / multiple * multiple;
 
     /// <summary>Reads one slot; a slot that is empty, torn or damaged yields no metadata (the other slot is then the newest commit).</summary>
-    private async Task<(long CommitNum, byte[]? Metadata)> ReadSlotAsync(int slot)
+    private async Task<(long CommitNum, byte[]? Metadata)> ReadSlotAsync(int slot, int slotSize)
     {
-        var buffer = Allocate(_slotSize);
+        var buffer = Allocate(slotSize);
         try
         {
-            var (error, read) = await ReadAsync(buffer, (ulong)slot * (ulong)_slotSize, (uint)_slotSize).ConfigureAwait(false);
+            var (error, read) = await ReadAsync(buffer, (ulong)slot * (ulong)slotSize, (uint)slotSize).ConfigureAwait(false);
             // A failed read is an error, not an empty slot: treating it as empty would open an older commit, or an
             // empty DARQ, and the next commits would overwrite the real ones.
             if (error != 0 && error != DeviceErrorCodes.NotFound)
@@ -257,7 +284,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
                 return (-1, null);
             }
 
-            return ParseSlot(AsSpan(buffer, (int)Math.Min(read, (uint)_slotSize)), slot);
+            return ParseSlot(AsSpan(buffer, (int)Math.Min(read, (uint)slotSize)), slot);
         }
         finally
         {
