@@ -536,6 +536,9 @@ internal sealed class DarqSearchTrendPipeline
 
         private sealed class Guarded(DarqSearchTrendPipeline pipeline, Generation source, string name) : IDarqDestination
         {
+            /// <summary>As the registry's destination: a General DARQ receives speculatively, so OUT leaves before commit.</summary>
+            public bool ReceivesSpeculatively => pipeline._registry.Resolve(name)?.ReceivesSpeculatively ?? false;
+
             public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
             {
                 if (source.Crashed)
