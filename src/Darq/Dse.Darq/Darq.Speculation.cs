@@ -422,6 +422,7 @@ public sealed partial class Darq
     internal void PersistVersion(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
     {
         DarqVersionRecord record;
+        // LibDse's Persist is synchronous; the gate is held only for in-memory work or a short wait for log memory.
         _gate.Wait();
         try
         {
@@ -532,6 +533,7 @@ public sealed partial class Darq
     /// <summary>Prune: forgets versions that will never be restored; truncation may then reach the oldest remaining one's completed prefix.</summary>
     internal void PruneVersions(long version)
     {
+        // LibDse's Prune is synchronous, as Persist is (above).
         _gate.Wait();
         try
         {
