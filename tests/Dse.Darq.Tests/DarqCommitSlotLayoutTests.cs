@@ -1,3 +1,5 @@
+using System.Buffers.Binary;
+using System.IO.Hashing;
 using Dse.Storage;
 using Microsoft.Extensions.Logging.Abstractions;
 
@@ -59,12 +61,45 @@ public sealed class DarqCommitSlotLayoutTests
         Assert.Equal([3L, 4L], reopened.ListCommits().Order());
     }
 
+    [Fact]
+    public async Task Open_WithAnotherMaxProducers_RefusedNamingTheOptionAndNothingLost()
+    {
+        var storage = new DarqTestStorage();
+        await using (var darq = await storage.OpenAsync())
+        {
+            await darq.EnqueueAsync(7, 1, "a".Bytes());
+            await darq.CommitAsync();
+            await darq.EnqueueAsync(7, 2, "b".Bytes());
+            await darq.CommitAsync();
+        }
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => storage.OpenAsync(o => o.MaxProducers = 1024));
+        Assert.Contains("MaxProducers", error.Message, StringComparison.Ordinal);
+
+        await using var reopened = await storage.OpenAsync();
+        var processor = await reopened.RegisterProcessorAsync();
+        Assert.Equal(["a", "b"], processor.Drain().Select(m => m.Text()));
+    }
+
+    /// <summary>Writes commits with <paramref name="metadata"/>-sized slots as revision 3 did: no slot size recorded.</summary>
     private static async Task WriteCommitsAsync(InMemoryStorage storage, int metadata, int commits)
     {
-        using var manager = await DarqCommitManager.OpenAsync(DseDevices.CreateInMemory(storage), metadata, 0, ownsDevice: true, NullLogger.Instance, "darq");
-        for (long commit = 1; commit <= commits; commit++)
+        using (var manager = await DarqCommitManager.OpenAsync(DseDevices.CreateInMemory(storage), metadata, 0, ownsDevice: true, NullLogger.Instance, "darq"))
         {
-            manager.Commit(0, commit * 100, Payload(commit), commit, false);
+            for (long commit = 1; commit <= commits; commit++)
+            {
+                manager.Commit(0, commit * 100, Payload(commit), commit, false);
+            }
+        }
+
+        int slotSize = (64 + metadata + 4095) / 4096 * 4096;
+        for (int slot = 0; slot < 2; slot++)
+        {
+            var header = new byte[64];
+            Assert.True(storage.TryRead(0, slot * slotSize, header));
+            BinaryPrimitives.WriteInt32LittleEndian(header.AsSpan(48), 0);
+            BinaryPrimitives.WriteUInt64LittleEndian(header.AsSpan(56), XxHash64.HashToUInt64(header.AsSpan(0, 56)));
+            storage.Write(0, slot * slotSize, header);
         }
     }
 

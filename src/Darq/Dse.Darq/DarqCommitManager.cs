@@ -174,6 +174,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
             BinaryPrimitives.WriteInt64LittleEndian(span[24..], beginAddress);
             BinaryPrimitives.WriteInt64LittleEndian(span[32..], untilAddress);
             BinaryPrimitives.WriteUInt64LittleEndian(span[40..], XxHash64.HashToUInt64(commitMetadata));
+            BinaryPrimitives.WriteInt32LittleEndian(span[48..], _slotSize);
             BinaryPrimitives.WriteUInt64LittleEndian(span[HashedHeaderBytes..], XxHash64.HashToUInt64(span[..HashedHeaderBytes]));
 
             int slot = _nextSlot;
@@ -284,7 +285,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
                 return (-1, null);
             }
 
-            return ParseSlot(AsSpan(buffer, (int)Math.Min(read, (uint)slotSize)), slot);
+            return ParseSlot(AsSpan(buffer, (int)Math.Min(read, (uint)slotSize)), slot, slotSize);
         }
         finally
         {
@@ -298,7 +299,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
 
     private static unsafe ReadOnlySpan<byte> AsSpan(IntPtr buffer, int length) => new((void*)buffer, length);
 
-    private (long CommitNum, byte[]? Metadata) ParseSlot(ReadOnlySpan<byte> slotBytes, int slot)
+    private (long CommitNum, byte[]? Metadata) ParseSlot(ReadOnlySpan<byte> slotBytes, int slot, int slotSize)
     {
         if (!slotBytes[..HeaderSize].ContainsAnyExcept((byte)0))
         {
@@ -324,6 +325,22 @@ internal sealed class DarqCommitManager : ILogCommitManager
         else if (XxHash64.HashToUInt64(slotBytes.Slice(HeaderSize, length)) != BinaryPrimitives.ReadUInt64LittleEndian(slotBytes[40..]))
         {
             problem = "metadata checksum mismatch (a torn commit write)";
+        }
+
+        // Revision 4 records the slot size (0 before): the second slot's offset follows from it.
+        int recorded = problem is null ? BinaryPrimitives.ReadInt32LittleEndian(slotBytes[48..]) : 0;
+        if (recorded != 0 && recorded != slotSize)
+        {
+            if (slot == 0)
+            {
+                // The first slot is always at offset 0, so this is a real commit written with other slots: reading on
+                // would look for the second slot in the wrong place and could open at an older commit.
+                throw new InvalidOperationException(
+                    $"DARQ '{_darqName}': its commit records were written with {recorded}-byte slots, but this open sizes them at " +
+                    $"{slotSize} bytes; the size follows from DarqOptions.MaxProducers. Open it with the MaxProducers it was created with.");
+            }
+
+            problem = $"a record of {recorded}-byte slots found where a {slotSize}-byte layout puts the second slot";
         }
 
         if (problem is not null)
