@@ -54,7 +54,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             {
                 // With a producer id a resend is deduplicated, so UNAVAILABLE ("retry") stays right; without, it is not.
                 await (request.HasProducerId
-                    ? EnsureDurableAsync(darq, result.DurableAt, token)
+                    ? darq.EnsureDurableAsync(result.DurableAt, token)
                     : EnsureAppendedDurableAsync(method, darq, "message", result.Lsn, result.DurableAt, token)).ConfigureAwait(false);
             }
 
@@ -317,7 +317,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
 
         try
         {
-            await EnsureDurableAsync(darq, request.Address, context.CancellationToken).ConfigureAwait(false);
+            await darq.EnsureDurableAsync(request.Address, context.CancellationToken).ConfigureAwait(false);
             return new WaitForCommitReply { CommittedUntil = darq.CommittedUntilAddress };
         }
         catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
@@ -327,22 +327,14 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     }
 
     /// <summary>
-    /// Waits until the entry ending at <paramref name="address"/> may be acknowledged: committed (waiting for the DARQ's
-    /// group commit, or committing when it has none), or, under general speculation, inside the recoverable boundary, since
-    /// a committed entry can still be rolled back there.
-    /// </summary>
-    private static ValueTask EnsureDurableAsync(Darq darq, long address, CancellationToken cancellationToken) =>
-        darq.EnsureDurableAsync(address, cancellationToken);
-
-    /// <summary>
-    /// <see cref="EnsureDurableAsync"/> for a request that is appended already and would be appended again by a resend: a
+    /// <see cref="Darq.EnsureDurableAsync"/> for a request that is appended already and would be appended again by a resend: a
     /// failure is ABORTED naming the appended entry (<see cref="DarqRpcErrors.NotDurable"/>), never UNAVAILABLE.
     /// </summary>
     private async ValueTask EnsureAppendedDurableAsync(string method, Darq darq, string what, long lsn, long durableAt, CancellationToken cancellationToken)
     {
         try
         {
-            await EnsureDurableAsync(darq, durableAt, cancellationToken).ConfigureAwait(false);
+            await darq.EnsureDurableAsync(durableAt, cancellationToken).ConfigureAwait(false);
         }
         catch (Exception e) when (e is IOException or ObjectDisposedException or InvalidOperationException)
         {

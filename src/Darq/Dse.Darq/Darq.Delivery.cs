@@ -101,7 +101,10 @@ public sealed partial class Darq
         }
     }
 
-    /// <summary>Makes <paramref name="address"/> durable: commits when there is no group commit, else waits for it.</summary>
+    /// <summary>
+    /// Waits until the entry ending at <paramref name="address"/> may be acknowledged: committed (waiting for the group commit,
+    /// or committing when there is none), or under general speculation inside the recoverable boundary.
+    /// </summary>
     internal ValueTask EnsureDurableAsync(long address, CancellationToken cancellationToken)
     {
         if (_dse is not null)

@@ -52,8 +52,7 @@ public sealed partial class Darq
     {
         if (_dse is null)
         {
-            var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
-            await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
+            await ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false);
             return ReadOnlyMemory<byte>.Empty;
         }
 
@@ -219,6 +218,9 @@ public sealed partial class Darq
 
     private ValueTask<(DarqEnqueueResult Result, DseHeader Header)> ReceiveInActionAsync(DarqDelivery delivery, CancellationToken cancellationToken)
     {
+        // The checks ReceiveAsync makes through EnqueueAsync, which this path bypasses.
+        ArgumentOutOfRangeException.ThrowIfNegative(delivery.SourceLsn);
+        CheckPayload(delivery.Payload.Length, nameof(delivery));
         var header = delivery.DseHeader.IsEmpty ? default : DseHeader.Parse(delivery.DseHeader.Span);
         long producer = SourceProducerId(delivery.Source);
         return InActionAsync(header, token => EnqueueCoreAsync(delivery.Payload, producer, delivery.SourceLsn, dedup: true, token), cancellationToken);

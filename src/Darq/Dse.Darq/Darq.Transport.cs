@@ -17,14 +17,18 @@ public sealed partial class Darq
     {
         if (_dse is null || delivery.DseHeader.IsEmpty)
         {
-            var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
-            await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
-            return (result, ReadOnlyMemory<byte>.Empty);
+            return (await ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false), ReadOnlyMemory<byte>.Empty);
         }
 
-        ArgumentOutOfRangeException.ThrowIfNegative(delivery.SourceLsn);
-        CheckPayload(delivery.Payload.Length, nameof(delivery));
         var (received, header) = await ReceiveInActionAsync(delivery, cancellationToken).ConfigureAwait(false);
         return (received, header.ToArray());
+    }
+
+    /// <summary>Receives a delivery and returns once it (or the original it duplicates) may be acknowledged without a header.</summary>
+    private async ValueTask<DarqEnqueueResult> ReceiveDurablyAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
+        await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
+        return result;
     }
 }

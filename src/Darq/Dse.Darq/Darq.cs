@@ -600,8 +600,7 @@ public sealed partial class Darq : IAsyncDisposable
     private byte[] SerializeCookie()
     {
         var cookie = CaptureState().Serialize();
-        int limit = DarqCommitState.MaxSize(_options.MaxProducers)
-            + (_options.Speculation == DarqSpeculationMode.General ? DarqCommitState.SpeculationRoom : 0);
+        int limit = DarqCommitState.MaxSize(_options.MaxProducers) + DarqCommitState.SpeculationRoom;
         if (cookie.Length > limit)
         {
             throw new InvalidOperationException(
