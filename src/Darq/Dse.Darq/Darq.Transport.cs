@@ -25,7 +25,7 @@ public sealed partial class Darq
     }
 
     /// <summary>Receives a delivery and returns once it (or the original it duplicates) may be acknowledged without a header.</summary>
-    private async ValueTask<DarqEnqueueResult> ReceiveDurablyAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    internal async ValueTask<DarqEnqueueResult> ReceiveDurablyAsync(DarqDelivery delivery, CancellationToken cancellationToken)
     {
         var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
         await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);

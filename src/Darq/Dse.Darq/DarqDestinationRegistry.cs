@@ -40,10 +40,7 @@ public sealed class DarqDestinationRegistry : IDarqDestinations
     private sealed class InProcessDestination(Darq darq) : IDarqDestination
     {
         public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
-        {
-            var result = await darq.ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
-            await darq.EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
-        }
+            => await darq.ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false);
 
         public ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
             => darq.ReceiveSpeculativeAsync(delivery, cancellationToken);
