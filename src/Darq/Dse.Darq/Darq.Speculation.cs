@@ -82,8 +82,43 @@ public sealed partial class Darq
             return;
         }
 
-        long version = -1;
-        long worldLine;
+        // A persisted version's record names the versions an entry may belong to. An entry in no record belongs to the
+        // current version, but CurrentVersion is only stable inside an action: between LibDse's version bump and the
+        // Persist that records the old version, it already names the next one (which an idle DARQ may never persist).
+        var (version, worldLine) = await FindRecoverableVersionAsync(dse, address, inAction: false, cancellationToken).ConfigureAwait(false);
+        if (version == NoVersion)
+        {
+            await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
+            try
+            {
+                (version, worldLine) = await FindRecoverableVersionAsync(dse, address, inAction: true, cancellationToken).ConfigureAwait(false);
+            }
+            finally
+            {
+                dse.EndAction();
+            }
+        }
+
+        if (version == Recoverable)
+        {
+            return;
+        }
+
+        await dse.WaitForCommitAsync(version, worldLine, cancellationToken).ConfigureAwait(false);
+    }
+
+    private const long NoVersion = -1;
+    private const long Recoverable = -2;
+
+    /// <summary>
+    /// Under the gate: the version holding the entry at <paramref name="address"/> (<see cref="Recoverable"/> when it is
+    /// committed already), or <see cref="NoVersion"/> when no persisted version holds it and the caller is not inside an
+    /// action (where the current version is the answer).
+    /// </summary>
+    /// <exception cref="DseRolledBackException">The entry was rolled back.</exception>
+    private async ValueTask<(long Version, long WorldLine)> FindRecoverableVersionAsync(StateObject dse, long address, bool inAction,
+        CancellationToken cancellationToken)
+    {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
@@ -95,6 +130,7 @@ public sealed partial class Darq
             {
                 address = _log.TailAddress - 1;
             }
+
             if (IsVoided(address))
             {
                 throw new DseRolledBackException($"DARQ '{Name}': the entry at address {address} was rolled back.");
@@ -102,30 +138,23 @@ public sealed partial class Darq
 
             if (address < _prunedTail)
             {
-                return;
+                return (Recoverable, 0);
             }
 
             foreach (var record in _versions)
             {
                 if (record.Tail > address)
                 {
-                    version = record.Version;
-                    break;
+                    return (record.Version, dse.WorldLine);
                 }
             }
 
-            worldLine = dse.WorldLine;
-            if (version < 0)
-            {
-                version = dse.CurrentVersion;
-            }
+            return (inAction ? dse.CurrentVersion : NoVersion, dse.WorldLine);
         }
         finally
         {
             _gate.Release();
         }
-
-        await dse.WaitForCommitAsync(version, worldLine, cancellationToken).ConfigureAwait(false);
     }
 
     /// <summary>Opens the StateObject and connects it; the coordinator's answer may restore an earlier version.</summary>
