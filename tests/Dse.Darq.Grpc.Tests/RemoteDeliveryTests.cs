@@ -57,6 +57,70 @@ public sealed class RemoteDeliveryTests
     }
 
     [Fact]
+    public async Task Delivery_RemoteHostsNoSuchDarq_ParksTheDestinationAndDiscardLetsTheNextOneThrough()
+    {
+        await using var darqB = await new TestStorage("b").OpenAsync();
+        await using var serverB = await DarqServer.StartAsync(darqB);
+        using var channelToB = GrpcChannel.ForAddress(serverB.Address);
+
+        // "misnamed" maps to a DARQ the server does not host (NOT_FOUND) until the operator fixes the mapping.
+        var destinations = new DarqDestinationRegistry();
+        destinations.Add("misnamed", new GrpcDarqDestination(channelToB, remoteName: "nope"));
+        await using var darqA = await new TestStorage("a").OpenAsync(o =>
+        {
+            o.Destinations = destinations;
+            o.ParkedDeliveryRetryInterval = Timeout.InfiniteTimeSpan;
+        });
+        var processor = await darqA.RegisterProcessorAsync();
+        var step = await processor.StepAsync(new DarqStep().AddOut("misnamed", "1".Bytes()).AddOut("misnamed", "2".Bytes()));
+        await darqA.CommitAsync();
+
+        var refused = await Assert.ThrowsAsync<DarqDeliveryRefusedException>(() => darqA.WaitForDeliveredAsync(step.OutLsns[0]).AsTask().WaitAsync(TestText.Timeout));
+        Assert.Equal("misnamed", refused.Destination);
+        Assert.Contains("NotFound", refused.Reason, StringComparison.Ordinal);
+        Assert.Contains("'nope'", refused.Reason, StringComparison.Ordinal);
+        Assert.Equal(step.OutLsns[0], Assert.Single(darqA.ParkedDeliveries).Lsn);
+        Assert.Equal(2, darqA.PendingOutCount);
+
+        // Fixed: the first message is given up on purpose, the retry sends the second to the right DARQ.
+        destinations.Add("misnamed", new GrpcDarqDestination(channelToB, remoteName: "b"));
+        Assert.True(await darqA.DiscardOutAsync(step.OutLsns[0]));
+        await darqA.WaitForDeliveredAsync(step.OutLsns[1]).AsTask().WaitAsync(TestText.Timeout);
+        Assert.Equal(0, darqA.PendingOutCount);
+        var received = new List<string>();
+        var processorB = await darqB.RegisterProcessorAsync();
+        while (processorB.Messages.TryRead(out var message))
+        {
+            received.Add(message.Text());
+        }
+
+        Assert.Equal(["2"], received);
+    }
+
+    [Fact]
+    public async Task DeliverAsync_RefusalsForGoodAndTransientFailures_AreToldApart()
+    {
+        await using var darq = await new TestStorage("b").OpenAsync();
+        var server = await DarqServer.StartAsync(darq);
+        using var channel = GrpcChannel.ForAddress(server.Address);
+        var destination = new GrpcDarqDestination(channel);
+
+        var oversized = await Assert.ThrowsAsync<DarqDeliveryRefusedException>(async () =>
+            await destination.DeliverAsync(new DarqDelivery("a", 64, "b", new byte[TestStorage.MaxMessageSize + 1]), CancellationToken.None));
+        var unknown = await Assert.ThrowsAsync<DarqDeliveryRefusedException>(async () =>
+            await destination.DeliverAsync(new DarqDelivery("a", 64, "c", "x".Bytes()), CancellationToken.None));
+        Assert.Equal(StatusCode.InvalidArgument, Assert.IsType<RpcException>(oversized.InnerException).StatusCode);
+        Assert.Equal(StatusCode.NotFound, Assert.IsType<RpcException>(unknown.InnerException).StatusCode);
+        Assert.Equal(0, darq.UnconsumedCount);
+
+        // A server that is gone is transient: a plain RpcException (UNAVAILABLE), retried with backoff.
+        await server.DisposeAsync();
+        var down = await Assert.ThrowsAsync<RpcException>(async () =>
+            await destination.DeliverAsync(new DarqDelivery("a", 64, "b", "x".Bytes()), CancellationToken.None));
+        Assert.Equal(StatusCode.Unavailable, down.StatusCode);
+    }
+
+    [Fact]
     public async Task Deliver_Resend_IsDuplicateAndAcknowledgedOnlyWhenDurable()
     {
         await using var darq = await new TestStorage("b").OpenAsync();

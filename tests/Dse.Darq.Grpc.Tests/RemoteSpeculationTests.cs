@@ -296,10 +296,14 @@ public sealed class RemoteSpeculationTests
 
         // A destination configured as a cluster member that is not one: refused, so it never keeps a message from state
         // its source may still roll back.
-        var error = await Assert.ThrowsAsync<RpcException>(async () => await new GrpcDarqDestination(server.Channel) { ReceivesSpeculatively = true }
+        // It is a refusal for good (the source parks the destination rather than resending at once).
+        var refused = await Assert.ThrowsAsync<DarqDeliveryRefusedException>(async () => await new GrpcDarqDestination(server.Channel) { ReceivesSpeculatively = true }
             .DeliverSpeculativeAsync(new DarqDelivery("a", 1, "p", "x".Bytes()) { DseHeader = fromA.ToArray() }, guard.Token));
+        var error = Assert.IsType<RpcException>(refused.InnerException);
 
+        Assert.Equal("p", refused.Destination);
         Assert.Equal(StatusCode.FailedPrecondition, error.StatusCode);
+        Assert.Equal(DarqRpcErrors.NotSpeculative, error.Trailers.GetValue(DarqRpcErrors.ErrorKey));
         Assert.Contains("does not speculate generally", error.Status.Detail, StringComparison.Ordinal);
         Assert.Equal(tail, plain.TailAddress);
         Assert.Equal(0, plain.UnconsumedCount);

@@ -225,7 +225,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         if (!request.DseHeader.IsEmpty && darq.DseStateObject is null)
         {
             // It would receive durably and keep the message whatever the source later rolls back.
-            throw Refuse(method, DarqRpcErrors.FailedPrecondition(method,
+            throw Refuse(method, DarqRpcErrors.FailedPrecondition(method, darq.Name, DarqRpcErrors.NotSpeculative,
                 $"DARQ '{darq.Name}' does not speculate generally, so it cannot take a dse_header (it would not roll back with its source); " +
                 "deliver without one (GrpcDarqDestination.ReceivesSpeculatively false), once the source's step is recoverable."));
         }

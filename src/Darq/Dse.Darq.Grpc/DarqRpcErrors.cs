@@ -46,6 +46,12 @@ public static class DarqRpcErrors
     /// <summary>Value of <see cref="ErrorKey"/> (status ABORTED) for a <see cref="DarqMessageRefusedException"/>.</summary>
     public const string MessageRefused = "message-refused";
 
+    /// <summary>
+    /// Value of <see cref="ErrorKey"/> (status FAILED_PRECONDITION) for a delivery with a DSE header to a DARQ that does not
+    /// speculate generally: it refuses every such delivery until one side's configuration changes.
+    /// </summary>
+    public const string NotSpeculative = "not-speculative";
+
     /// <summary>Value of <see cref="ErrorKey"/> for a <see cref="DarqStaleIncarnationException"/>.</summary>
     public const string StaleIncarnation = "stale-incarnation";
 
@@ -164,6 +170,23 @@ public static class DarqRpcErrors
     /// <summary>FAILED_PRECONDITION without trailers: the DARQ's state or configuration refuses the request.</summary>
     internal static RpcException FailedPrecondition(string method, string message) =>
         new(new Status(StatusCode.FailedPrecondition, $"{method}: {message}"));
+
+    /// <summary>FAILED_PRECONDITION with <see cref="ErrorKey"/> <paramref name="kind"/>.</summary>
+    internal static RpcException FailedPrecondition(string method, string darq, string kind, string message) =>
+        new(new Status(StatusCode.FailedPrecondition, $"{method}: {message}"), new Metadata { { ErrorKey, kind }, { DarqKey, darq } });
+
+    /// <summary>
+    /// Whether a failed <c>Deliver</c> call means the destination refuses the message for good: the server hosts no such
+    /// DARQ (NOT_FOUND), the message is invalid there (INVALID_ARGUMENT: larger than it takes, say), the server has no
+    /// DarqService (UNIMPLEMENTED), or the destination cannot take the way it was sent (<see cref="NotSpeculative"/>).
+    /// Everything else (UNAVAILABLE, a deadline, a world-line refusal) is transient.
+    /// </summary>
+    internal static bool IsDeliveryRefusedForGood(RpcException error) => error.StatusCode switch
+    {
+        StatusCode.NotFound or StatusCode.InvalidArgument or StatusCode.Unimplemented => true,
+        StatusCode.FailedPrecondition => error.Trailers.GetValue(ErrorKey) == NotSpeculative,
+        _ => false,
+    };
 
     /// <summary>UNAVAILABLE: the DARQ or the server cannot serve now; retry.</summary>
     internal static RpcException Unavailable(string method, string message) =>

@@ -8,7 +8,9 @@ namespace Dse.Darq.Grpc;
 /// A DARQ on another server as a destination of OUT messages: delivers through <c>DarqService.Deliver</c>, which replies
 /// only once the message is durable there (under general speculation, <see cref="DeliverSpeculativeAsync"/> carries the DSE
 /// headers instead and the reply comes at once). Any failure (unreachable, UNAVAILABLE, a timeout) means "not acknowledged":
-/// the source's delivery loop retries, and the destination deduplicates the resend by (source, source LSN).
+/// the source's delivery loop retries, and the destination deduplicates the resend by (source, source LSN). A refusal for
+/// good (NOT_FOUND, INVALID_ARGUMENT, UNIMPLEMENTED, or a header the destination cannot take) is thrown as a
+/// <see cref="DarqDeliveryRefusedException"/>, which parks the destination at the source.
 /// </summary>
 public sealed class GrpcDarqDestination : IDarqDestination
 {
@@ -64,6 +66,10 @@ public sealed class GrpcDarqDestination : IDarqDestination
         {
             await _client.DeliverAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
         }
+        catch (RpcException e) when (DarqRpcErrors.IsDeliveryRefusedForGood(e))
+        {
+            throw new DarqDeliveryRefusedException(request.Darq, $"{e.StatusCode}: {e.Status.Detail}", e);
+        }
         catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
         {
             // The delivery loop ends on its own cancellation only as OperationCanceledException (a closing DARQ).
@@ -99,6 +105,10 @@ public sealed class GrpcDarqDestination : IDarqDestination
         catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is DarqMessageRefusedException refused)
         {
             throw refused;
+        }
+        catch (RpcException e) when (DarqRpcErrors.IsDeliveryRefusedForGood(e))
+        {
+            throw new DarqDeliveryRefusedException(request.Darq, $"{e.StatusCode}: {e.Status.Detail}", e);
         }
         catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
         {

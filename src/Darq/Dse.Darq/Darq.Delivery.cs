@@ -21,6 +21,126 @@ public sealed partial class Darq
     private Task _deliveryLoop = Task.CompletedTask;
     private int _pendingOutCount;
 
+    /// <summary>Parked destinations by name (see <see cref="DarqParkedDelivery"/>); guarded by itself, not the gate.</summary>
+    private readonly Dictionary<string, ParkedDestination> _parked = new(StringComparer.Ordinal);
+
+    /// <summary>
+    /// The destinations that refused their oldest pending OUT message for good (<see cref="DarqDeliveryRefusedException"/>):
+    /// nothing more is sent to them until
+    /// <see cref="RetryParkedDelivery"/>, <see cref="DarqOptions.ParkedDeliveryRetryInterval"/> or a reopen. Their messages
+    /// stay pending; other destinations are not held up.
+    /// </summary>
+    public IReadOnlyList<DarqParkedDelivery> ParkedDeliveries
+    {
+        get
+        {
+            lock (_parked)
+            {
+                return [.. _parked.Where(p => !p.Value.Retrying).Select(p => new DarqParkedDelivery(p.Key, p.Value.Lsn, p.Value.Reason, p.Value.ParkedAt, p.Value.Refusals))];
+            }
+        }
+    }
+
+    /// <summary>
+    /// Tries a parked destination again now (after its configuration was fixed, say): the delivery loop sends it its
+    /// oldest pending OUT message on its next pass.
+    /// </summary>
+    /// <param name="destination">The destination's name.</param>
+    /// <returns>Whether the destination was parked.</returns>
+    public bool RetryParkedDelivery(string destination)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(destination);
+        lock (_parked)
+        {
+            if (!_parked.Remove(destination))
+            {
+                return false;
+            }
+        }
+
+        DarqLog.DeliveryUnparked(_logger, Name, destination, "on request");
+        _deliverySignal.Writer.TryWrite(true);
+        return true;
+    }
+
+    /// <summary>
+    /// Gives up a pending OUT message: appends an ACK entry marked "discarded" and waits until it is durable (under general
+    /// speculation: recoverable), so the message is never sent again, and later messages to its destination (which it was
+    /// holding up, if it was parked) go out. The destination may already hold the message, if an earlier attempt got
+    /// through and only its acknowledgement was lost.
+    /// </summary>
+    /// <param name="outLsn">The OUT message's LSN (<see cref="DarqStepResult.OutLsns"/>, <see cref="DarqParkedDelivery.Lsn"/>).</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate (nothing is appended then) or for durability (the discard stands).</param>
+    /// <returns><see langword="true"/> when the message was discarded; <see langword="false"/> when no OUT message is pending at that LSN (acknowledged, discarded, rolled back, or never one).</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="outLsn"/> is negative.</exception>
+    public async ValueTask<bool> DiscardOutAsync(long outLsn, CancellationToken cancellationToken = default)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(outLsn);
+        long durableAt;
+        if (_dse is null)
+        {
+            durableAt = await DiscardCoreAsync(outLsn, cancellationToken).ConfigureAwait(false);
+        }
+        else
+        {
+            // Like an acknowledgement, the discard is a local action: a rollback that voids it makes the message pending again.
+            await _dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
+            try
+            {
+                durableAt = await DiscardCoreAsync(outLsn, cancellationToken).ConfigureAwait(false);
+            }
+            finally
+            {
+                _dse.EndAction();
+            }
+        }
+
+        if (durableAt < 0)
+        {
+            return false;
+        }
+
+        _outHeaders.TryRemove(outLsn, out _);
+        _deliverySignal.Writer.TryWrite(true);
+        await EnsureDurableAsync(durableAt, cancellationToken).ConfigureAwait(false);
+        return true;
+    }
+
+    /// <summary>Appends the discard of a pending OUT message; returns the address after its ACK entry, or -1 when nothing is pending there.</summary>
+    private async ValueTask<long> DiscardCoreAsync(long outLsn, CancellationToken cancellationToken)
+    {
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            if (!_pendingOut.TryGetValue(outLsn, out var pending))
+            {
+                return -1;
+            }
+
+            await AppendAsync(DarqEntryFormat.Ack(_nextSequence, outLsn, discarded: true), cancellationToken).ConfigureAwait(false);
+            _nextSequence++;
+            _pendingOut.Remove(outLsn);
+            Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
+            lock (_parked)
+            {
+                if (_parked.TryGetValue(pending.Destination, out var parked) && parked.Lsn == outLsn)
+                {
+                    _parked.Remove(pending.Destination);
+                }
+            }
+
+            DarqInstrumentation.OutDiscarded.Add(1, _tag);
+            DarqLog.OutDiscarded(_logger, Name, outLsn, pending.Destination);
+            PulseDeliveryProgress();
+            return _log.TailAddress;
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
     /// <summary>The number of OUT messages not yet acknowledged by their destinations.</summary>
     public int PendingOutCount => Volatile.Read(ref _pendingOutCount);
 
@@ -70,6 +190,10 @@ public sealed partial class Darq
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <exception cref="ObjectDisposedException">The DARQ closed before the message was acknowledged.</exception>
     /// <exception cref="DseRolledBackException">General speculation: a rollback voided the step that produced the message, which is never delivered.</exception>
+    /// <exception cref="DarqDeliveryRefusedException">
+    /// The destination refused the message for good and is parked (see <see cref="ParkedDeliveries"/>); the message stays
+    /// pending.
+    /// </exception>
     public async ValueTask WaitForDeliveredAsync(long outLsn, CancellationToken cancellationToken = default)
     {
         while (true)
@@ -78,7 +202,17 @@ public sealed partial class Darq
             await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
             try
             {
-                if (!_pendingOut.ContainsKey(outLsn))
+                if (_pendingOut.TryGetValue(outLsn, out var waiting))
+                {
+                    lock (_parked)
+                    {
+                        if (_parked.TryGetValue(waiting.Destination, out var parked) && parked.Lsn == outLsn && !parked.Retrying)
+                        {
+                            throw new DarqDeliveryRefusedException(waiting.Destination, parked.Reason);
+                        }
+                    }
+                }
+                else
                 {
                     // A voided OUT entry is no longer pending either, but it was never acknowledged: it never happened.
                     if (IsVoided(outLsn))
@@ -149,8 +283,9 @@ public sealed partial class Darq
             {
                 if (delay == TimeSpan.Zero)
                 {
-                    // Nothing failed last pass: wait for a commit (which may have made OUT entries deliverable).
-                    await _deliverySignal.Reader.ReadAsync(token).ConfigureAwait(false);
+                    // Nothing failed last pass: wait for a commit (which may have made OUT entries deliverable), or for
+                    // the next automatic retry of a parked destination.
+                    await WaitForDeliverySignalAsync(NextParkedRetry(), token).ConfigureAwait(false);
                 }
                 else
                 {
@@ -160,17 +295,35 @@ public sealed partial class Darq
 
                 await CollectDeliverableAsync(batch, token).ConfigureAwait(false);
                 blocked.Clear();
+                bool failed = false;
                 foreach (var (lsn, pending) in batch)
                 {
                     // Per destination strictly in LSN order, one at a time: the destination's dedup keeps only the
-                    // largest LSN, so a later message must never overtake an unacknowledged earlier one.
-                    if (!blocked.Contains(pending.Destination) && !await TryDeliverAsync(destinations, lsn, pending, token).ConfigureAwait(false))
+                    // largest LSN, so a later message must never overtake an unacknowledged earlier one. A parked
+                    // destination gets nothing until it is due for another try.
+                    if (blocked.Contains(pending.Destination))
+                    {
+                        continue;
+                    }
+
+                    if (IsParked(pending.Destination, lsn))
                     {
                         blocked.Add(pending.Destination);
+                        continue;
+                    }
+
+                    if (await TryDeliverAsync(destinations, lsn, pending, token).ConfigureAwait(false))
+                    {
+                        Unpark(pending.Destination);
+                    }
+                    else
+                    {
+                        blocked.Add(pending.Destination);
+                        failed |= !IsParked(pending.Destination, lsn);
                     }
                 }
 
-                delay = blocked.Count == 0 ? TimeSpan.Zero : NextRetryDelay(delay);
+                delay = failed ? NextRetryDelay(delay) : TimeSpan.Zero;
             }
             catch (OperationCanceledException) when (token.IsCancellationRequested)
             {
@@ -187,6 +340,168 @@ public sealed partial class Darq
                 DarqLog.DeliveryLoopError(_logger, e, Name);
                 delay = NextRetryDelay(delay);
             }
+        }
+    }
+
+    /// <summary>Waits for a delivery signal, or until <paramref name="until"/> (a parked destination's next try) when it is set.</summary>
+    private async ValueTask WaitForDeliverySignalAsync(DateTimeOffset? until, CancellationToken token)
+    {
+        if (until is not { } due)
+        {
+            await _deliverySignal.Reader.ReadAsync(token).ConfigureAwait(false);
+            return;
+        }
+
+        var wait = due - _options.TimeProvider.GetUtcNow();
+        if (wait <= TimeSpan.Zero)
+        {
+            _deliverySignal.Reader.TryRead(out _);
+            return;
+        }
+
+        using var timeout = new CancellationTokenSource(wait, _options.TimeProvider);
+        using var linked = CancellationTokenSource.CreateLinkedTokenSource(token, timeout.Token);
+        try
+        {
+            await _deliverySignal.Reader.ReadAsync(linked.Token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (!token.IsCancellationRequested)
+        {
+            // The parked destination is due: a pass tries it again.
+        }
+    }
+
+    /// <summary>
+    /// Whether <paramref name="destination"/> is parked and not yet due for another try. A parked destination whose
+    /// message at <paramref name="lsn"/> is a later one than the refused message (which went away: discarded or rolled
+    /// back) is tried again at once; one that is due is logged and tried again.
+    /// </summary>
+    private bool IsParked(string destination, long lsn)
+    {
+        lock (_parked)
+        {
+            if (!_parked.TryGetValue(destination, out var parked) || parked.Retrying)
+            {
+                return false;
+            }
+
+            if (parked.Lsn != lsn)
+            {
+                _parked.Remove(destination);
+                return false;
+            }
+
+            if (parked.RetryAt is not { } due || _options.TimeProvider.GetUtcNow() < due)
+            {
+                return true;
+            }
+
+            // Due: the record stays (a refusal counts up, a delivery or a transient failure removes it) but does not hold.
+            _parked[destination] = parked with { RetryAt = null, Retrying = true };
+        }
+
+        DarqLog.DeliveryUnparked(_logger, Name, destination, "automatic retry");
+        return false;
+    }
+
+    private void Unpark(string destination)
+    {
+        lock (_parked)
+        {
+            _parked.Remove(destination);
+        }
+    }
+
+    /// <summary>The earliest automatic retry of a parked destination; null when none is parked or none retries on its own.</summary>
+    private DateTimeOffset? NextParkedRetry()
+    {
+        lock (_parked)
+        {
+            DateTimeOffset? next = null;
+            foreach (var parked in _parked.Values)
+            {
+                if (parked.RetryAt is { } due && (next is null || due < next))
+                {
+                    next = due;
+                }
+            }
+
+            return next;
+        }
+    }
+
+    /// <summary>
+    /// A delivery attempt failed: a refusal for good (<see cref="DarqDeliveryRefusedException"/>) parks the destination at
+    /// this message; anything else is transient (retried with backoff). Logged and counted either way.
+    /// </summary>
+    private void DeliveryFailed(Exception error, long lsn, PendingOut pending)
+    {
+        DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+        if (error is DarqDeliveryRefusedException refused)
+        {
+            Park(pending.Destination, lsn, refused.Reason, error);
+            return;
+        }
+
+        // Not a refusal for good (any more): an earlier parking no longer holds, and backoff retries it.
+        Unpark(pending.Destination);
+        DarqLog.DeliveryFailed(_logger, error, Name, lsn, pending.Destination);
+    }
+
+    /// <summary>Parks <paramref name="destination"/> at the message <paramref name="lsn"/> (again: its refusals count up) and wakes waiters of that message.</summary>
+    private void Park(string destination, long lsn, string reason, Exception? error)
+    {
+        var interval = _options.ParkedDeliveryRetryInterval;
+        var now = _options.TimeProvider.GetUtcNow();
+        DateTimeOffset? retryAt = interval == Timeout.InfiniteTimeSpan ? null : now + interval;
+        lock (_parked)
+        {
+            _parked[destination] = _parked.TryGetValue(destination, out var earlier) && earlier.Lsn == lsn
+                ? earlier with { Reason = reason, Refusals = earlier.Refusals + 1, RetryAt = retryAt, Retrying = false }
+                : new ParkedDestination(lsn, reason, now, 1, retryAt);
+        }
+
+        DarqInstrumentation.DeliveriesParked.Add(1, _tag);
+        DarqLog.DeliveryParked(_logger, error, Name, destination, lsn, reason,
+            interval == Timeout.InfiniteTimeSpan ? "never (on request only)" : interval.ToString());
+
+        // Waiters of WaitForDeliveredAsync on this message learn of the refusal.
+        if (_gate.Wait(0))
+        {
+            try
+            {
+                PulseDeliveryProgress();
+            }
+            finally
+            {
+                _gate.Release();
+            }
+        }
+        else
+        {
+            _ = PulseUnderGateAsync();
+        }
+    }
+
+    private async Task PulseUnderGateAsync()
+    {
+        try
+        {
+            await _gate.WaitAsync(_stopping.Token).ConfigureAwait(false);
+        }
+        catch (Exception e) when (e is OperationCanceledException or ObjectDisposedException)
+        {
+            // Closing: nobody is left waiting.
+            return;
+        }
+
+        try
+        {
+            PulseDeliveryProgress();
+        }
+        finally
+        {
+            _gate.Release();
         }
     }
 
@@ -234,6 +549,9 @@ public sealed partial class Darq
         {
             DarqLog.UnknownDestination(_logger, Name, lsn, pending.Destination);
             DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+
+            // Not parked: a registry may add the destination at any time (DarqDestinationRegistry.Add), and backoff finds it.
+            Unpark(pending.Destination);
             return false;
         }
 
@@ -257,8 +575,7 @@ public sealed partial class Darq
         catch (Exception e)
 #pragma warning restore CA1031
         {
-            DarqLog.DeliveryFailed(_logger, e, Name, lsn, pending.Destination);
-            DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+            DeliveryFailed(e, lsn, pending);
             return false;
         }
 
@@ -292,6 +609,10 @@ public sealed partial class Darq
             _gate.Release();
         }
     }
+
+    /// <summary>A parked destination: the refused message, why, since when, how often, and when it is tried again on its own (null: on request only).</summary>
+    /// <remarks><c>Retrying</c>: due, and being tried again; it no longer holds the destination back.</remarks>
+    private sealed record ParkedDestination(long Lsn, string Reason, DateTimeOffset ParkedAt, int Refusals, DateTimeOffset? RetryAt, bool Retrying = false);
 
     /// <summary>An OUT message awaiting acknowledgement: where its step starts (truncation keeps whole steps), destination, payload.</summary>
     private sealed record PendingOut(StepStart Step, string Destination, ReadOnlyMemory<byte> Payload);

@@ -337,8 +337,7 @@ public sealed partial class Darq
         catch (Exception e)
 #pragma warning restore CA1031
         {
-            DarqLog.DeliveryFailed(_logger, e, Name, lsn, pending.Destination);
-            DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+            DeliveryFailed(e, lsn, pending);
             return false;
         }
 
@@ -404,8 +403,7 @@ public sealed partial class Darq
         catch (Exception e)
 #pragma warning restore CA1031
         {
-            DarqLog.DeliveryFailed(_logger, e, Name, lsn, pending.Destination);
-            DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+            DeliveryFailed(e, lsn, pending);
             return false;
         }
 

@@ -36,14 +36,35 @@ public sealed class DarqDestinationRegistry : IDarqDestinations
     /// <inheritdoc />
     public IDarqDestination? Resolve(string name) => _destinations.TryGetValue(name, out var destination) ? destination : null;
 
-    /// <summary>Delivers into a co-located DARQ and acknowledges once the message is durable there.</summary>
+    /// <summary>
+    /// Delivers into a co-located DARQ and acknowledges once the message is durable there. A message the DARQ can never take
+    /// (larger than its <see cref="DarqOptions.MaxMessageSize"/>) is refused for good.
+    /// </summary>
     private sealed class InProcessDestination(Darq darq) : IDarqDestination
     {
         public async ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken)
-            => await darq.ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false);
+        {
+            try
+            {
+                await darq.ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false);
+            }
+            catch (ArgumentException e)
+            {
+                throw new DarqDeliveryRefusedException(darq.Name, e.Message, e);
+            }
+        }
 
-        public ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
-            => darq.ReceiveSpeculativeAsync(delivery, cancellationToken);
+        public async ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+        {
+            try
+            {
+                return await darq.ReceiveSpeculativeAsync(delivery, cancellationToken).ConfigureAwait(false);
+            }
+            catch (ArgumentException e)
+            {
+                throw new DarqDeliveryRefusedException(darq.Name, e.Message, e);
+            }
+        }
 
         /// <summary>Only a DARQ under general speculation consumes the source's header (otherwise it receives durably).</summary>
         public bool ReceivesSpeculatively => darq.DseStateObject is not null;

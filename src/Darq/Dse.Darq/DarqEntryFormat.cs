@@ -21,6 +21,9 @@ internal static class DarqEntryFormat
     /// <summary>SELF flag: the message is an activity (its payload is an activity envelope, see DarqActivity).</summary>
     public const ushort ActivityFlag = 1;
 
+    /// <summary>ACK flag (revision 5): the OUT message was discarded on request (<see cref="Darq.DiscardOutAsync"/>), not acknowledged.</summary>
+    public const ushort DiscardedFlag = 1;
+
     /// <summary>FasterLog's per-entry header (the length) when entries carry no FasterLog checksum.</summary>
     public const int FasterHeaderSize = 4;
 
@@ -123,14 +126,14 @@ internal static class DarqEntryFormat
         return entry;
     }
 
-    /// <summary>An ACK entry: the destination acknowledged the OUT entry at <paramref name="outLsn"/>.</summary>
-    public static byte[] Ack(long sequence, long outLsn)
+    /// <summary>An ACK entry: the destination acknowledged the OUT entry at <paramref name="outLsn"/> (or, <paramref name="discarded"/>, it was given up).</summary>
+    public static byte[] Ack(long sequence, long outLsn, bool discarded = false)
     {
         var entry = new byte[HeaderSize + 16];
         var body = entry.AsSpan(HeaderSize);
         BinaryPrimitives.WriteInt32LittleEndian(body, 1);
         BinaryPrimitives.WriteInt64LittleEndian(body[8..], outLsn);
-        Seal(entry, DarqEntryKind.Ack, 0, sequence);
+        Seal(entry, DarqEntryKind.Ack, discarded ? DiscardedFlag : (ushort)0, sequence);
         return entry;
     }
 
@@ -199,6 +202,7 @@ internal static class DarqEntryFormat
         {
             DarqEntryKind.In => HasDedupFlag,
             DarqEntryKind.Self => ActivityFlag,
+            DarqEntryKind.Ack => DiscardedFlag,
             _ => 0,
         };
         if ((flags & ~knownFlags) != 0)

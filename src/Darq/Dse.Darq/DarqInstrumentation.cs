@@ -34,6 +34,12 @@ public static class DarqInstrumentation
     /// <summary>Delivery attempts that failed or found no destination (retried).</summary>
     internal static readonly Counter<long> DeliveryFailures = Meter.CreateCounter<long>("dse.darq.delivery.failures", "{attempt}", "OUT delivery attempts that failed or found no destination.");
 
+    /// <summary>Deliveries refused for good that parked their destination.</summary>
+    internal static readonly Counter<long> DeliveriesParked = Meter.CreateCounter<long>("dse.darq.deliveries.parked", "{attempt}", "OUT deliveries refused for good, which parked their destination.");
+
+    /// <summary>OUT messages given up on request.</summary>
+    internal static readonly Counter<long> OutDiscarded = Meter.CreateCounter<long>("dse.darq.out.discarded", "{message}", "Pending OUT messages discarded on request (no longer sent).");
+
     /// <summary>Checkpoints appended.</summary>
     internal static readonly Counter<long> Checkpoints = Meter.CreateCounter<long>("dse.darq.checkpoints", "{checkpoint}", "Checkpoints validated and appended.");
 

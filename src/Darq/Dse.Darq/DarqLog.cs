@@ -60,4 +60,17 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4014, Level = LogLevel.Debug,
         Message = "DARQ '{Darq}' OUT message {Lsn} was acknowledged by its destination.")]
     public static partial void Delivered(ILogger logger, string darq, long lsn);
+
+    [LoggerMessage(EventId = 4015, Level = LogLevel.Error,
+        Message = "DARQ '{Darq}' parked destination '{Destination}': it refused OUT message {Lsn} for good ({Reason}). The message stays pending; " +
+            "nothing more is sent there until Darq.RetryParkedDelivery, the automatic retry after {RetryInterval}, or a reopen; Darq.DiscardOutAsync gives the message up.")]
+    public static partial void DeliveryParked(ILogger logger, Exception? exception, string darq, string destination, long lsn, string reason, string retryInterval);
+
+    [LoggerMessage(EventId = 4016, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' discarded OUT message {Lsn} to '{Destination}' on request: it is no longer sent (the destination may hold it already if an earlier attempt got through).")]
+    public static partial void OutDiscarded(ILogger logger, string darq, long lsn, string destination);
+
+    [LoggerMessage(EventId = 4017, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}' tries parked destination '{Destination}' again ({Why}).")]
+    public static partial void DeliveryUnparked(ILogger logger, string darq, string destination, string why);
 }

@@ -60,6 +60,13 @@ public sealed class DarqOptions
     public TimeSpan DeliveryRetryMaxDelay { get; set; } = TimeSpan.FromSeconds(1);
 
     /// <summary>
+    /// How long a parked destination (its oldest pending OUT message refused for good, see
+    /// <see cref="DarqDeliveryRefusedException"/>) waits before the source tries it again on its own. Default 5 minutes;
+    /// <see cref="Timeout.InfiniteTimeSpan"/> tries again only on <see cref="Darq.RetryParkedDelivery"/> or a reopen.
+    /// </summary>
+    public TimeSpan ParkedDeliveryRetryInterval { get; set; } = TimeSpan.FromMinutes(5);
+
+    /// <summary>
     /// How far the DARQ runs ahead of persistence: <see cref="DarqSpeculationMode.Off"/> (the baseline: nothing is seen or
     /// sent before it is committed), <see cref="DarqSpeculationMode.IntraParticipant"/> (the default: the processor sees
     /// uncommitted IN messages) or <see cref="DarqSpeculationMode.General"/> (LibDse; needs <see cref="Dse"/> and <see cref="Coordinator"/>).
@@ -119,6 +126,12 @@ public sealed class DarqOptions
         {
             throw new ArgumentOutOfRangeException(nameof(DeliveryRetryMinDelay), DeliveryRetryMinDelay,
                 $"Delivery retry delays must be positive, the maximum ({DeliveryRetryMaxDelay}) at least the minimum.");
+        }
+
+        if (ParkedDeliveryRetryInterval <= TimeSpan.Zero && ParkedDeliveryRetryInterval != Timeout.InfiniteTimeSpan)
+        {
+            throw new ArgumentOutOfRangeException(nameof(ParkedDeliveryRetryInterval), ParkedDeliveryRetryInterval,
+                "DarqOptions.ParkedDeliveryRetryInterval must be positive, or Timeout.InfiniteTimeSpan to retry parked deliveries only on demand.");
         }
 
         ArgumentNullException.ThrowIfNull(TimeProvider);
