@@ -296,12 +296,15 @@ public sealed partial class Darq
                 await CollectDeliverableAsync(batch, token).ConfigureAwait(false);
                 blocked.Clear();
                 bool failed = false;
-                foreach (var (lsn, pending) in batch)
+                int batchSize = _dse is null ? _options.DeliveryBatchSize : 1;
+                for (int i = 0; i < batch.Count; i++)
                 {
-                    // Per destination strictly in LSN order, one at a time: the destination's dedup keeps only the
-                    // largest LSN, so a later message must never overtake an unacknowledged earlier one. A parked
-                    // destination gets nothing until it is due for another try.
-                    if (blocked.Contains(pending.Destination))
+                    // Per destination strictly in LSN order, and the next message (or batch) only once the previous
+                    // one is acknowledged: the destination's dedup keeps only the largest LSN, so a later message must
+                    // never overtake an unacknowledged earlier one. A parked destination gets nothing until it is due
+                    // for another try.
+                    var (lsn, pending) = batch[i];
+                    if (pending is null || blocked.Contains(pending.Destination))
                     {
                         continue;
                     }
@@ -312,7 +315,13 @@ public sealed partial class Darq
                         continue;
                     }
 
-                    if (await TryDeliverAsync(destinations, lsn, pending, token).ConfigureAwait(false))
+                    // The run's later messages are cleared from the scan (done, or blocked behind the first); this
+                    // destination's messages after the run come up later in the scan, as the next run.
+                    var run = TakeRun(batch, i, batchSize);
+                    bool delivered = run.Length == 1
+                        ? await TryDeliverAsync(destinations, lsn, pending, token).ConfigureAwait(false)
+                        : await TryDeliverBatchAsync(destinations, run, token).ConfigureAwait(false);
+                    if (delivered)
                     {
                         Unpark(pending.Destination);
                     }
@@ -341,6 +350,94 @@ public sealed partial class Darq
                 delay = NextRetryDelay(delay);
             }
         }
+    }
+
+    /// <summary>
+    /// The run of deliverable messages to <c>batch[start]</c>'s destination starting there: it and the next ones to the same
+    /// destination, in LSN order, up to <paramref name="batchSize"/> messages and <see cref="DarqOptions.DeliveryBatchBytes"/>
+    /// payload bytes (the first always). The later ones are cleared from <paramref name="batch"/> (the scan skips them).
+    /// </summary>
+    private KeyValuePair<long, PendingOut>[] TakeRun(List<KeyValuePair<long, PendingOut>> batch, int start, int batchSize)
+    {
+        var first = batch[start];
+        if (batchSize == 1)
+        {
+            return [first];
+        }
+
+        var run = new List<KeyValuePair<long, PendingOut>>(Math.Min(batchSize, 16)) { first };
+        long bytes = first.Value.Payload.Length;
+        for (int j = start + 1; j < batch.Count && run.Count < batchSize; j++)
+        {
+            var next = batch[j];
+            if (next.Value is null || next.Value.Destination != first.Value.Destination)
+            {
+                continue;
+            }
+
+            if (bytes + next.Value.Payload.Length > _options.DeliveryBatchBytes)
+            {
+                break;
+            }
+
+            bytes += next.Value.Payload.Length;
+            run.Add(next);
+            batch[j] = default;
+        }
+
+        return [.. run];
+    }
+
+    /// <summary>
+    /// Sends a run of OUT messages to one destination in one delivery and records their acknowledgement in one ACK entry;
+    /// false when they stay pending. A refusal for good falls back to one message at a time, which pins the refusal (and
+    /// the parking) on the message that caused it and delivers the ones before it.
+    /// </summary>
+    private async ValueTask<bool> TryDeliverBatchAsync(IDarqDestinations destinations, KeyValuePair<long, PendingOut>[] run, CancellationToken cancellationToken)
+    {
+        var (firstLsn, first) = run[0];
+        var destination = destinations.Resolve(first.Destination);
+        if (destination is null)
+        {
+            return await TryDeliverAsync(destinations, firstLsn, first, cancellationToken).ConfigureAwait(false);
+        }
+
+        var deliveries = new DarqDelivery[run.Length];
+        for (int i = 0; i < run.Length; i++)
+        {
+            deliveries[i] = new DarqDelivery(Name, run[i].Key, run[i].Value.Destination, run[i].Value.Payload);
+        }
+
+        try
+        {
+            await destination.DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            throw;
+        }
+        catch (DarqDeliveryRefusedException)
+        {
+            foreach (var (lsn, pending) in run)
+            {
+                if (!await TryDeliverAsync(destinations, lsn, pending, cancellationToken).ConfigureAwait(false))
+                {
+                    return false;
+                }
+            }
+
+            return true;
+        }
+#pragma warning disable CA1031 // Any failure of the destination means "not acknowledged": the messages stay pending.
+        catch (Exception e)
+#pragma warning restore CA1031
+        {
+            DeliveryFailed(e, firstLsn, first);
+            return false;
+        }
+
+        await AcknowledgeAsync(run.Select(r => r.Key).ToArray(), cancellationToken).ConfigureAwait(false);
+        return true;
     }
 
     /// <summary>Waits for a delivery signal, or until <paramref name="until"/> (a parked destination's next try) when it is set.</summary>
@@ -583,25 +680,30 @@ public sealed partial class Darq
         return true;
     }
 
-    /// <summary>Appends the ACK entry of an acknowledged OUT message and stops holding it pending.</summary>
-    private async ValueTask AcknowledgeAsync(long lsn, CancellationToken cancellationToken)
+    /// <summary>Appends one ACK entry for the acknowledged OUT messages still pending among <paramref name="lsns"/> and stops holding them pending.</summary>
+    private async ValueTask AcknowledgeAsync(long[] lsns, CancellationToken cancellationToken)
     {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
             ThrowIfDisposed();
-            if (!_pendingOut.ContainsKey(lsn))
+            var pending = lsns.Where(_pendingOut.ContainsKey).ToArray();
+            if (pending.Length == 0)
             {
                 return;
             }
 
-            // Not committed here: if the ACK is lost in a crash, the resend is a duplicate at the destination.
-            await AppendAsync(DarqEntryFormat.Ack(_nextSequence, lsn), cancellationToken).ConfigureAwait(false);
+            // Not committed here: if the ACK is lost in a crash, the resends are duplicates at the destination.
+            await AppendAsync(DarqEntryFormat.Ack(_nextSequence, pending), cancellationToken).ConfigureAwait(false);
             _nextSequence++;
-            _pendingOut.Remove(lsn);
+            foreach (long lsn in pending)
+            {
+                _pendingOut.Remove(lsn);
+                DarqLog.Delivered(_logger, Name, lsn);
+            }
+
             Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
-            DarqInstrumentation.Deliveries.Add(1, _tag);
-            DarqLog.Delivered(_logger, Name, lsn);
+            DarqInstrumentation.Deliveries.Add(pending.Length, _tag);
             PulseDeliveryProgress();
         }
         finally
@@ -609,6 +711,9 @@ public sealed partial class Darq
             _gate.Release();
         }
     }
+
+    /// <summary>Appends the ACK entry of an acknowledged OUT message and stops holding it pending.</summary>
+    private ValueTask AcknowledgeAsync(long lsn, CancellationToken cancellationToken) => AcknowledgeAsync([lsn], cancellationToken);
 
     /// <summary>A parked destination: the refused message, why, since when, how often, and when it is tried again on its own (null: on request only).</summary>
     /// <remarks><c>Retrying</c>: due, and being tried again; it no longer holds the destination back.</remarks>

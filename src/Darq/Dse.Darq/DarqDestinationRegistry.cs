@@ -54,6 +54,18 @@ public sealed class DarqDestinationRegistry : IDarqDestinations
             }
         }
 
+        public async ValueTask DeliverBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
+        {
+            try
+            {
+                await darq.ReceiveBatchDurablyAsync(deliveries, cancellationToken).ConfigureAwait(false);
+            }
+            catch (ArgumentException e)
+            {
+                throw new DarqDeliveryRefusedException(darq.Name, e.Message, e);
+            }
+        }
+
         public async ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
         {
             try

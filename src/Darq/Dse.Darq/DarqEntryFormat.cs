@@ -127,12 +127,19 @@ internal static class DarqEntryFormat
     }
 
     /// <summary>An ACK entry: the destination acknowledged the OUT entry at <paramref name="outLsn"/> (or, <paramref name="discarded"/>, it was given up).</summary>
-    public static byte[] Ack(long sequence, long outLsn, bool discarded = false)
+    public static byte[] Ack(long sequence, long outLsn, bool discarded = false) => Ack(sequence, [outLsn], discarded);
+
+    /// <summary>An ACK entry for several OUT entries, acknowledged together (or, <paramref name="discarded"/>, given up).</summary>
+    public static byte[] Ack(long sequence, ReadOnlySpan<long> outLsns, bool discarded = false)
     {
-        var entry = new byte[HeaderSize + 16];
+        var entry = new byte[HeaderSize + 8 + (8 * outLsns.Length)];
         var body = entry.AsSpan(HeaderSize);
-        BinaryPrimitives.WriteInt32LittleEndian(body, 1);
-        BinaryPrimitives.WriteInt64LittleEndian(body[8..], outLsn);
+        BinaryPrimitives.WriteInt32LittleEndian(body, outLsns.Length);
+        for (int i = 0; i < outLsns.Length; i++)
+        {
+            BinaryPrimitives.WriteInt64LittleEndian(body[(8 + (8 * i))..], outLsns[i]);
+        }
+
         Seal(entry, DarqEntryKind.Ack, discarded ? DiscardedFlag : (ushort)0, sequence);
         return entry;
     }

@@ -59,6 +59,19 @@ public sealed class DarqOptions
     /// <summary>The longest delay between delivery retries. Default 1 s; at least <see cref="DeliveryRetryMinDelay"/>.</summary>
     public TimeSpan DeliveryRetryMaxDelay { get; set; } = TimeSpan.FromSeconds(1);
 
+    /// <summary>The largest <see cref="DeliveryBatchSize"/>: one ACK entry lists every LSN of a batch.</summary>
+    public const int MaxDeliveryBatchSize = 4096;
+
+    /// <summary>
+    /// The most OUT messages sent to one destination in one delivery (<see cref="IDarqDestination.DeliverBatchAsync"/>),
+    /// in LSN order, acknowledged by one durable wait at the destination and recorded by one ACK entry. Default 64; 1
+    /// sends one message at a time. Under general speculation, deliveries go one at a time.
+    /// </summary>
+    public int DeliveryBatchSize { get; set; } = 64;
+
+    /// <summary>The most payload bytes in one delivery batch (a larger single message goes alone). Default 1 MiB.</summary>
+    public int DeliveryBatchBytes { get; set; } = 1 << 20;
+
     /// <summary>
     /// How long a parked destination (its oldest pending OUT message refused for good, see
     /// <see cref="DarqDeliveryRefusedException"/>) waits before the source tries it again on its own. Default 5 minutes;
@@ -126,6 +139,17 @@ public sealed class DarqOptions
         {
             throw new ArgumentOutOfRangeException(nameof(DeliveryRetryMinDelay), DeliveryRetryMinDelay,
                 $"Delivery retry delays must be positive, the maximum ({DeliveryRetryMaxDelay}) at least the minimum.");
+        }
+
+        if (DeliveryBatchSize is < 1 or > MaxDeliveryBatchSize)
+        {
+            throw new ArgumentOutOfRangeException(nameof(DeliveryBatchSize), DeliveryBatchSize,
+                $"DarqOptions.DeliveryBatchSize must be between 1 and {MaxDeliveryBatchSize}.");
+        }
+
+        if (DeliveryBatchBytes < 1)
+        {
+            throw new ArgumentOutOfRangeException(nameof(DeliveryBatchBytes), DeliveryBatchBytes, "DarqOptions.DeliveryBatchBytes must be positive.");
         }
 
         if (ParkedDeliveryRetryInterval <= TimeSpan.Zero && ParkedDeliveryRetryInterval != Timeout.InfiniteTimeSpan)

@@ -13,6 +13,28 @@ public interface IDarqDestination
     ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken);
 
     /// <summary>
+    /// Enqueues several delivered OUT messages of one source, in their order (increasing source LSNs), each deduplicated
+    /// by (source, source LSN), and completes only once all of them (or the originals they duplicate) are durable at the
+    /// destination: that completion acknowledges every one. The default delivers them one by one with
+    /// <see cref="DeliverAsync"/>; a destination overrides it to wait for durability once.
+    /// </summary>
+    /// <param name="deliveries">The messages, all from the same source to this destination, in increasing source LSN order.</param>
+    /// <param name="cancellationToken">Cancels the delivery; an unacknowledged batch is retried.</param>
+    /// <remarks>
+    /// Any exception means "none acknowledged": the source resends, and deduplication absorbs the messages that had
+    /// arrived. A <see cref="DarqDeliveryRefusedException"/> makes the source deliver the batch one message at a time, so
+    /// that the refusal is pinned on one message.
+    /// </remarks>
+    async ValueTask DeliverBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(deliveries);
+        for (int i = 0; i < deliveries.Count; i++)
+        {
+            await DeliverAsync(deliveries[i], cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
     /// Whether <see cref="DeliverSpeculativeAsync"/> takes part in the source's LibDse cluster: it consumes the delivery's
     /// <see cref="DarqDelivery.DseHeader"/>, so that the destination rolls back with the source. The default is
     /// <see langword="false"/>: a source under general speculation then sends an OUT message only once the step that
