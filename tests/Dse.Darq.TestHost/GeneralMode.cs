@@ -11,6 +11,7 @@ using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Console;
 
 namespace Dse.Darq.TestHost;
 
@@ -19,7 +20,9 @@ namespace Dse.Darq.TestHost;
 /// reached with <see cref="GrpcCoordinatorClient"/>), served over gRPC on 127.0.0.1, with a co-located processor.
 /// </summary>
 /// <remarks>
-/// <para>Arguments: <c>--general --role a|b --id ID --dir DIR --coordinator URI --count N [--port P] [--to URI]</c>.
+/// <para>Arguments: <c>--general --role a|b --id ID (--dir DIR | --connection CS --container NAME) --coordinator URI
+/// --count N [--port P] [--to URI]</c>: the DARQ on local files in DIR or on page blobs in container NAME (see
+/// <see cref="HostStorage"/>; one directory or container per DARQ).
 /// Role <c>a</c> (DARQ name <c>a</c>) forwards each IN message's payload to DARQ <c>b</c> at <c>--to</c>, delivered
 /// speculatively (OUT leaves before commit, with the step's DSE header). Role <c>b</c> (DARQ name <c>b</c>) keeps a
 /// running sum (<see cref="SumState"/>, values 1..N) in SELF.</para>
@@ -29,24 +32,35 @@ namespace Dse.Darq.TestHost;
 /// <c>FINAL count sum duplicates missing worldline</c> once the state holds N values and that state passed the
 /// recoverable barrier (the coordinator committed it: no rollback can undo it); role b prints <c>STEPS count</c> after
 /// each step (speculative: a rollback can undo it). The program runs until standard input closes or it is killed.</para>
-/// <para>Versions advance every 20 ms (a group commit driven by the host) until standard input says <c>MANUAL</c>
+/// <para>Versions advance every 20 ms (a group commit driven by the host, which lets at most 16 of its versions stand
+/// outside the recoverable boundary: slower storage, page blobs under load, slows it down instead of filling the DARQ's
+/// speculation section) until standard input says <c>MANUAL</c>
 /// (answered by <c>MANUAL version</c> once no advance is under way); then only <c>ADVANCE-TO version</c> (answered
 /// by <c>ADVANCED version</c>) or commit ordering moves them, and <c>AUTO</c> resumes. Holding versions lets the test
 /// make a crash lose a known speculative tail.</para>
 /// </remarks>
 internal static class GeneralMode
 {
-    public const string Usage = "usage: Dse.Darq.TestHost --general --role a|b --id ID --dir DIR --coordinator URI --count N [--port P] [--to URI]";
+    public const string Usage = "usage: Dse.Darq.TestHost --general --role a|b --id ID (--dir DIR | --connection CS --container NAME) --coordinator URI --count N [--port P] [--to URI]";
 
     public static async Task<int> RunAsync(IReadOnlyDictionary<string, string> arguments, long count, TextWriter errors)
     {
         if (!arguments.TryGetValue("role", out string? role) || role is not ("a" or "b")
             || !arguments.TryGetValue("id", out string? idText) || !long.TryParse(idText, CultureInfo.InvariantCulture, out long id) || id < 0
-            || !arguments.TryGetValue("dir", out string? directory)
             || !arguments.TryGetValue("coordinator", out string? coordinatorText) || !Uri.TryCreate(coordinatorText, UriKind.Absolute, out var coordinatorAddress)
             || (arguments.TryGetValue("port", out string? portText) ? !int.TryParse(portText, CultureInfo.InvariantCulture, out int port) || port is < 0 or > 65535 : (port = 0) != 0))
         {
-            await errors.WriteLineAsync($"--general needs --role a|b, --id (non-negative), --dir, --coordinator (an absolute URI) and a valid --port if given\n{Usage}");
+            await errors.WriteLineAsync($"--general needs --role a|b, --id (non-negative), --coordinator (an absolute URI) and a valid --port if given\n{Usage}");
+            return 2;
+        }
+
+        // Local files or page blobs, never both: a DARQ's storage must be unambiguous.
+        arguments.TryGetValue("dir", out string? directory);
+        arguments.TryGetValue("connection", out string? connection);
+        arguments.TryGetValue("container", out string? container);
+        if (directory is null ? connection is null || container is null : connection is not null || container is not null)
+        {
+            await errors.WriteLineAsync($"--general needs either --dir, or --connection and --container (not both)\n{Usage}");
             return 2;
         }
 
@@ -58,10 +72,19 @@ internal static class GeneralMode
         }
 
         await using var output = new StreamWriter(Console.OpenStandardOutput(), new UTF8Encoding(encoderShouldEmitUTF8Identifier: false)) { AutoFlush = true };
+
+        // Warnings and errors (a failed persist, a device request that failed) go to standard error: a failing test shows it.
+        using var loggerFactory = LoggerFactory.Create(logging => logging
+            .SetMinimumLevel(LogLevel.Warning)
+            .AddSimpleConsole(console => console.SingleLine = true)
+            .AddFilter("Microsoft", LogLevel.None)
+            .Services.Configure<ConsoleLoggerOptions>(console => console.LogToStandardErrorThreshold = LogLevel.Trace));
         await using var coordinator = new GrpcCoordinatorClient(coordinatorAddress);
         using var toB = to is null ? null : GrpcChannel.ForAddress(to);
         using var destinations = toB is null ? null : new GrpcDarqDestinations().Add("b", new GrpcDarqDestination(toB) { ReceivesSpeculatively = true });
-        var options = HostStorage.LocalFiles(directory);
+        var options = directory is not null
+            ? HostStorage.LocalFiles(directory)
+            : HostStorage.PageBlobs(connection!, container!, loggerFactory.CreateLogger("Dse.Darq.TestHost.PageBlobs"));
         options.Name = role;
         options.Speculation = DarqSpeculationMode.General;
         options.Coordinator = coordinator;
@@ -72,13 +95,14 @@ internal static class GeneralMode
         {
             ObjectId = id,
             RunBackgroundTasks = true,
+            LoggerFactory = loggerFactory,
 
             // Versions advance only by the VersionDriver (every 20 ms unless the test holds them).
             GroupCommitPeriod = TimeSpan.FromMinutes(10),
             HeartbeatPeriod = TimeSpan.FromMilliseconds(500),
         };
 
-        await using var darq = await Darq.OpenAsync(options);
+        await using var darq = await Darq.OpenAsync(options, loggerFactory);
         var registry = new DarqRegistry();
         registry.Add(darq);
         await using var app = await StartServerAsync(registry, port);
@@ -129,11 +153,19 @@ internal static class GeneralMode
 
     /// <summary>
     /// Advances the StateObject's version every <see cref="Period"/> while automatic (the group commit, driven here so that
-    /// the test can stop it: with versions held, a crash loses everything since the last one).
+    /// the test can stop it: with versions held, a crash loses everything since the last one). Never more than
+    /// <see cref="MaxUncommitted"/> of the versions it persisted stand outside the boundary: a DARQ keeps a record of each
+    /// uncommitted version in its commit cookie, which has bounded room, so a storage slower than the period (page blobs on
+    /// a loaded machine) must slow the advances down rather than let the records pile up until commits are refused.
     /// </summary>
     private sealed class VersionDriver(StateObject state, TextWriter errors)
     {
         private static readonly TimeSpan Period = TimeSpan.FromMilliseconds(20);
+        private const int MaxUncommitted = 16;
+
+        // The versions this driver persisted that the coordinator had not committed when last looked at, oldest first.
+        // Only the loop touches it (one loop at a time: ManualAsync waits for the previous one to end).
+        private readonly Queue<(long Version, long WorldLine)> _uncommitted = new();
         private CancellationTokenSource? _stop;
         private Task _loop = Task.CompletedTask;
 
@@ -169,11 +201,35 @@ internal static class GeneralMode
                 try
                 {
                     await Task.Delay(Period, cancellationToken);
+
+                    // Committed, or from an earlier world-line (committed or rolled back since): no longer outstanding.
+                    while (_uncommitted.TryPeek(out var oldest) && (state.CommittedVersion >= oldest.Version || state.WorldLine != oldest.WorldLine))
+                    {
+                        _uncommitted.Dequeue();
+                    }
+
+                    if (_uncommitted.Count >= MaxUncommitted)
+                    {
+                        // Deadlock-free: a version depends only on versions at or below its number (commit ordering), and
+                        // the driver waiting on the lowest number is never behind one of its dependencies' owners: an owner
+                        // still at that dependency is free to advance (it waits, if at all, on a lower number).
+                        var (version, worldLine) = _uncommitted.Peek();
+                        await state.WaitForCommitAsync(version, worldLine, cancellationToken);
+                        continue;
+                    }
+
+                    (long Version, long WorldLine) current = (state.CurrentVersion, state.WorldLine);
                     await state.AdvanceVersionAsync(CancellationToken.None);
+                    _uncommitted.Enqueue(current);
                 }
                 catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
                 {
                     return;
+                }
+                catch (DseRolledBackException)
+                {
+                    // The versions waited for were rolled back: none of them will be committed.
+                    _uncommitted.Clear();
                 }
                 catch (Exception e) when (e is not OutOfMemoryException)
                 {

@@ -1,5 +1,6 @@
 using Dse.Storage;
 using FASTER.core;
+using Microsoft.Extensions.Logging;
 
 namespace Dse.Darq.TestHost;
 
@@ -23,9 +24,12 @@ internal static class HostStorage
     }
 
     /// <summary>The DARQ's options over page blobs <c>darq.log*</c> and <c>darq.commit*</c> in a container.</summary>
-    public static DarqOptions PageBlobs(string connectionString, string container) => Options(
-        DseDevices.CreateAzurePageBlob(connectionString, container, "darq.log"),
-        DseDevices.CreateAzurePageBlob(connectionString, container, "darq.commit"));
+    /// <param name="connectionString">The storage account's connection string.</param>
+    /// <param name="container">The container (one per DARQ).</param>
+    /// <param name="logger">Receives the devices' request failures; <see langword="null"/> for none.</param>
+    public static DarqOptions PageBlobs(string connectionString, string container, ILogger? logger = null) => Options(
+        DseDevices.CreateAzurePageBlob(connectionString, container, "darq.log", logger: logger),
+        DseDevices.CreateAzurePageBlob(connectionString, container, "darq.commit", logger: logger));
 
     public static DarqOptions Options(IDevice log, IDevice commit) => new()
     {

@@ -26,6 +26,9 @@ internal sealed class DarqHostProcess : IAsyncDisposable
 
     public int ExitCode => _process.ExitCode;
 
+    /// <summary>Standard error, whole, once the process closed it.</summary>
+    public Task<string> Errors => _errors;
+
     /// <summary>Starts the host with <paramref name="arguments"/>; <paramref name="onLine"/> sees each output line.</summary>
     public static DarqHostProcess Start(IEnumerable<string> arguments, Action<string> onLine)
         => StartProgram(HostAssembly(), arguments, onLine);
