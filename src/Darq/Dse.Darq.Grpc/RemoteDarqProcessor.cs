@@ -11,6 +11,12 @@ namespace Dse.Darq.Grpc;
 /// A newer registration ends the stream with a <see cref="DarqStaleIncarnationException"/>, and steps are refused from
 /// then on. Disposing it cancels the stream (the registration stands until a newer one).
 /// </summary>
+/// <remarks>
+/// It keeps a table of its DARQ's unconsumed plain SELF messages, for <see cref="CheckpointAsync(DarqSnapshot, bool, CancellationToken)"/>:
+/// the replayed ones as <see cref="ReadAllAsync"/> yields them, plus those its own steps and checkpoints append, minus
+/// those they consume or replace. It learns only what passes through it: after a step or checkpoint whose outcome is
+/// unknown (cancelled, or not durable with <c>waitDurable</c>), register again, and the replay rebuilds the table.
+/// </remarks>
 public sealed class RemoteDarqProcessor : IDisposable
 {
     private readonly DarqService.DarqServiceClient _client;
@@ -20,6 +26,26 @@ public sealed class RemoteDarqProcessor : IDisposable
 
     /// <summary>The open instance of the DARQ this processor registered with (0 from a server that does not say).</summary>
     private readonly long _instance;
+
+    /// <summary>
+    /// The unconsumed plain SELF messages this processor knows of, by LSN, and the sum of their payload lengths; guarded by
+    /// the table itself (as a lock). Updated only once the DARQ accepted what changes them.
+    /// </summary>
+    private readonly SortedDictionary<long, ReadOnlyMemory<byte>> _selfMessages = [];
+
+    private long _selfBytes;
+
+    /// <summary>Replayed messages read so far; under the table's lock.</summary>
+    private int _replayRead;
+
+    /// <summary>Whether every replayed SELF message was read (they come first in the replay); under the table's lock.</summary>
+    private bool _selfReplayRead;
+
+    /// <summary>
+    /// SELF LSNs a step or checkpoint consumed or replaced before <see cref="_selfReplayRead"/>: a replayed message among
+    /// them, read later, is no longer unconsumed. Under the table's lock; emptied once the SELF replay is read.
+    /// </summary>
+    private readonly HashSet<long> _goneBeforeReplay = [];
 
     private RemoteDarqProcessor(DarqService.DarqServiceClient client, AsyncServerStreamingCall<ProcessorEvent> call, CancellationTokenSource closing,
         string darq, Registration registration)
@@ -31,6 +57,7 @@ public sealed class RemoteDarqProcessor : IDisposable
         Incarnation = registration.Incarnation;
         ReplayCount = registration.ReplayCount;
         _instance = registration.Instance;
+        _selfReplayRead = ReplayCount == 0;
     }
 
     /// <summary>The DARQ's name.</summary>
@@ -41,6 +68,33 @@ public sealed class RemoteDarqProcessor : IDisposable
 
     /// <summary>How many messages the replay holds; they come before any live message.</summary>
     public int ReplayCount { get; }
+
+    /// <summary>
+    /// How many unconsumed plain SELF messages (activities excluded) this processor knows of: what
+    /// <see cref="CheckpointAsync(DarqSnapshot, bool, CancellationToken)"/> would hand its snapshot function.
+    /// </summary>
+    public int UnconsumedSelfCount
+    {
+        get
+        {
+            lock (_selfMessages)
+            {
+                return _selfMessages.Count;
+            }
+        }
+    }
+
+    /// <summary>The sum of the payload lengths of the unconsumed plain SELF messages this processor knows of, in bytes.</summary>
+    public long UnconsumedSelfBytes
+    {
+        get
+        {
+            lock (_selfMessages)
+            {
+                return _selfBytes;
+            }
+        }
+    }
 
     /// <summary>Registers a processor with a remote DARQ.</summary>
     /// <param name="channel">The channel to the server hosting the DARQ (the caller owns it).</param>
@@ -141,6 +195,7 @@ public sealed class RemoteDarqProcessor : IDisposable
             var message = current.Message;
             // The wire values are DarqMessageKind's.
             var kind = (DarqMessageKind)(int)message.Kind;
+            NoteRead(message.Lsn, kind, message.Payload.Memory, message.IsReplay);
             yield return new DarqMessage(message.Lsn, kind, message.Payload.Memory, message.IsReplay);
         }
     }
@@ -196,6 +251,19 @@ public sealed class RemoteDarqProcessor : IDisposable
             throw new OperationCanceledException($"A step of remote processor {Incarnation} of DARQ '{Darq}' was cancelled; it may or may not have been appended.", e, cancellationToken);
         }
 
+        lock (_selfMessages)
+        {
+            RemoveSelf(request.Consumed);
+            for (int i = 0; i < reply.SelfLsns.Count && i < request.SelfMessages.Count; i++)
+            {
+                var self = request.SelfMessages[i];
+                if (self.Activity.Length == 0)
+                {
+                    AddSelf(reply.SelfLsns[i], self.Payload.Memory);
+                }
+            }
+        }
+
         return new DarqStepResult([.. reply.SelfLsns], [.. reply.OutLsns], reply.CompletionLsn, reply.DurableAt);
     }
 
@@ -211,11 +279,80 @@ public sealed class RemoteDarqProcessor : IDisposable
     /// <exception cref="DarqStaleIncarnationException">A newer processor registered (or the DARQ restarted).</exception>
     /// <exception cref="DarqStepRejectedException">A replaced LSN is no unconsumed plain SELF message; nothing was applied.</exception>
     /// <exception cref="RpcException">INVALID_ARGUMENT for nothing to replace or a snapshot too large, UNAVAILABLE when the DARQ cannot serve.</exception>
-    public async Task<DarqCheckpointResult> CheckpointAsync(IReadOnlyList<long> replace, IReadOnlyList<ReadOnlyMemory<byte>> snapshot, bool waitDurable = false,
+    public Task<DarqCheckpointResult> CheckpointAsync(IReadOnlyList<long> replace, IReadOnlyList<ReadOnlyMemory<byte>> snapshot, bool waitDurable = false,
         CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(replace);
         ArgumentNullException.ThrowIfNull(snapshot);
+        return SendCheckpointAsync(replace, snapshot, waitDurable, cancellationToken);
+    }
+
+    /// <summary>
+    /// Compacts every unconsumed plain SELF message this processor knows of (activities are left alone) through
+    /// <paramref name="snapshot"/>: the messages it returns replace them, atomically, under this processor's incarnation
+    /// (the explicit-LSN checkpoint, <see cref="CheckpointAsync(IReadOnlyList{long}, IReadOnlyList{ReadOnlyMemory{byte}}, bool, CancellationToken)"/>,
+    /// with the LSNs of <see cref="UnconsumedSelfCount"/> messages). With none, nothing is sent and the snapshot function
+    /// is not called.
+    /// </summary>
+    /// <param name="snapshot">Turns the SELF messages (in LSN order) into their replacement; runs on the caller's thread, before the call.</param>
+    /// <param name="waitDurable">Return only once the checkpoint is durable.</param>
+    /// <param name="cancellationToken">Cancels the call; a checkpoint the DARQ appended is not undone.</param>
+    /// <returns>The replaced LSNs, the snapshot's LSNs and the address to await for durability (-1 and 0 when nothing was sent).</returns>
+    /// <exception cref="InvalidOperationException">
+    /// The replay's SELF messages have not all been read from <see cref="ReadAllAsync"/> yet (the table would miss them),
+    /// or the snapshot function returned null; nothing was sent.
+    /// </exception>
+    /// <exception cref="DarqStaleIncarnationException">A newer processor registered (or the DARQ restarted).</exception>
+    /// <exception cref="DarqStepRejectedException">A message in the table is no longer unconsumed (a concurrent step consumed it); nothing was applied.</exception>
+    /// <exception cref="RpcException">INVALID_ARGUMENT for a snapshot too large, UNAVAILABLE when the DARQ cannot serve.</exception>
+    /// <remarks>
+    /// A refused checkpoint, or a snapshot function that throws, leaves the table as it was. The remote DARQ does not hold its
+    /// gate while the snapshot runs (unlike <see cref="DarqProcessor.CheckpointAsync(DarqSnapshot, CancellationToken)"/>):
+    /// steps of this processor taken meanwhile are not in the snapshot, and the snapshot's messages come after theirs in
+    /// the log; do not step while a checkpoint runs when the order of SELF messages matters.
+    /// </remarks>
+    public Task<DarqCheckpointResult> CheckpointAsync(DarqSnapshot snapshot, bool waitDurable = false, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(snapshot);
+        DarqMessage[] messages;
+        lock (_selfMessages)
+        {
+            if (!_selfReplayRead)
+            {
+                throw new InvalidOperationException(
+                    $"Remote processor {Incarnation} of DARQ '{Darq}' has read {_replayRead} of its {ReplayCount} replayed messages: read the replay's " +
+                    "SELF messages (they come first) from ReadAllAsync before a checkpoint with a snapshot function, which must see all of them.");
+            }
+
+            if (_selfMessages.Count == 0)
+            {
+                return Task.FromResult(new DarqCheckpointResult([], [], -1, 0));
+            }
+
+            messages = new DarqMessage[_selfMessages.Count];
+            int i = 0;
+            foreach (var (lsn, payload) in _selfMessages)
+            {
+                messages[i++] = new DarqMessage(lsn, DarqMessageKind.Self, payload, IsReplay: false);
+            }
+        }
+
+        // User code outside the lock: if it throws, nothing was sent and the table is unchanged.
+        var payloads = snapshot(messages) ?? throw new InvalidOperationException(
+            $"Remote processor {Incarnation} of DARQ '{Darq}': the snapshot function returned null; return an empty list to replace the SELF messages by nothing.");
+        var replace = new long[messages.Length];
+        for (int i = 0; i < replace.Length; i++)
+        {
+            replace[i] = messages[i].Lsn;
+        }
+
+        return SendCheckpointAsync(replace, payloads, waitDurable, cancellationToken);
+    }
+
+    /// <summary>Sends the explicit-LSN Checkpoint RPC; once the DARQ took it, swaps the replaced messages for the snapshot's in the table.</summary>
+    private async Task<DarqCheckpointResult> SendCheckpointAsync(IReadOnlyList<long> replace, IReadOnlyList<ReadOnlyMemory<byte>> snapshot, bool waitDurable,
+        CancellationToken cancellationToken)
+    {
         var request = new CheckpointRequest { Darq = Darq, Incarnation = Incarnation, WaitDurable = waitDurable };
         request.Replace.Add(replace);
         foreach (var payload in snapshot)
@@ -237,7 +374,78 @@ public sealed class RemoteDarqProcessor : IDisposable
             throw new OperationCanceledException($"A checkpoint of remote processor {Incarnation} of DARQ '{Darq}' was cancelled; it may or may not have been appended.", e, cancellationToken);
         }
 
+        lock (_selfMessages)
+        {
+            RemoveSelf(reply.ReplacedLsns);
+            for (int i = 0; i < reply.SelfLsns.Count && i < request.Snapshot.Count; i++)
+            {
+                AddSelf(reply.SelfLsns[i], request.Snapshot[i].Memory);
+            }
+        }
+
         return new DarqCheckpointResult([.. reply.ReplacedLsns], [.. reply.SelfLsns], reply.CheckpointLsn, reply.DurableAt);
+    }
+
+    /// <summary>Notes a message read from the stream: a replayed plain SELF message joins the table.</summary>
+    private void NoteRead(long lsn, DarqMessageKind kind, ReadOnlyMemory<byte> payload, bool isReplay)
+    {
+        lock (_selfMessages)
+        {
+            if (_selfReplayRead)
+            {
+                return;
+            }
+
+            // SELF messages (activities among them) come first in the replay: the first IN or live message, or the
+            // replay's end, means every replayed SELF message was read.
+            if (!isReplay || kind == DarqMessageKind.In)
+            {
+                EndSelfReplay();
+                return;
+            }
+
+            if (kind == DarqMessageKind.Self && !_goneBeforeReplay.Contains(lsn))
+            {
+                AddSelf(lsn, payload);
+            }
+
+            if (++_replayRead == ReplayCount)
+            {
+                EndSelfReplay();
+            }
+        }
+    }
+
+    /// <summary>Under the table's lock.</summary>
+    private void EndSelfReplay()
+    {
+        _selfReplayRead = true;
+        _goneBeforeReplay.Clear();
+    }
+
+    /// <summary>Under the table's lock.</summary>
+    private void AddSelf(long lsn, ReadOnlyMemory<byte> payload)
+    {
+        if (_selfMessages.TryAdd(lsn, payload))
+        {
+            _selfBytes += payload.Length;
+        }
+    }
+
+    /// <summary>Drops consumed or replaced LSNs from the table (IN LSNs are not in it); under the table's lock.</summary>
+    private void RemoveSelf(IEnumerable<long> lsns)
+    {
+        foreach (long lsn in lsns)
+        {
+            if (_selfMessages.Remove(lsn, out var payload))
+            {
+                _selfBytes -= payload.Length;
+            }
+            else if (!_selfReplayRead)
+            {
+                _goneBeforeReplay.Add(lsn);
+            }
+        }
     }
 
     /// <summary>Waits until the remote DARQ's log is durable up to an address (from a step result), committing if needed.</summary>

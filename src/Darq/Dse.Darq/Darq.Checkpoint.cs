@@ -128,17 +128,18 @@ public sealed partial class Darq
             for (int i = 0; i < selfLsns.Length; i++)
             {
                 selfLsns[i] = addresses[i];
-                _unconsumed.Add(addresses[i], new PendingMessage(DarqMessageKind.Self, start, entries[i].AsMemory(DarqEntryFormat.HeaderSize)));
+                AddUnconsumed(addresses[i], new PendingMessage(DarqMessageKind.Self, start, entries[i].AsMemory(DarqEntryFormat.HeaderSize)));
             }
 
             foreach (long lsn in replaced)
             {
-                _unconsumed.Remove(lsn);
+                RemoveUnconsumed(lsn);
                 _consumed.Add(lsn);
             }
 
             _nextSequence = sequence;
             Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+            AssertSelfCounters();
             DarqInstrumentation.Checkpoints.Add(1, _tag);
             DarqInstrumentation.CheckpointReplaced.Add(replaced.Length, _tag);
             long record = addresses[^1];
@@ -150,6 +151,10 @@ public sealed partial class Darq
             _gate.Release();
         }
     }
+
+    /// <summary>Logs that an automatic checkpoint of the processor is due, and which threshold made it so.</summary>
+    internal void AutoCheckpointDue(long incarnation, string threshold)
+        => DarqLog.AutoCheckpointDue(_logger, Name, incarnation, threshold, UnconsumedSelfCount, UnconsumedSelfBytes);
 
     /// <summary>Logs an automatic checkpoint of the processor that failed (and changed nothing).</summary>
     internal void AutoCheckpointFailed(Exception exception, long incarnation) => DarqLog.AutoCheckpointFailed(_logger, exception, Name, incarnation);
@@ -244,7 +249,7 @@ public sealed partial class Darq
             long lsn = BinaryPrimitives.ReadInt64LittleEndian(body[(16 + (8 * i))..]);
             if (lsn < stepStart && _unconsumed.TryGetValue(lsn, out var message) && message.Kind == DarqMessageKind.Self)
             {
-                _unconsumed.Remove(lsn);
+                RemoveUnconsumed(lsn);
                 _consumed.Add(lsn);
             }
             else if (lsn >= _log.BeginAddress)

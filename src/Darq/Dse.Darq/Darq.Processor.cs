@@ -238,7 +238,7 @@ public sealed partial class Darq
             selfLsns[i] = address;
             var entry = entries.Entry(entryStart + i);
             var kind = (DarqEntryFormat.Flags(entry) & DarqEntryFormat.ActivityFlag) != 0 ? DarqMessageKind.Activity : DarqMessageKind.Self;
-            _unconsumed.Add(address, new PendingMessage(kind, start, entry[DarqEntryFormat.HeaderSize..].ToArray()));
+            AddUnconsumed(address, new PendingMessage(kind, start, entry[DarqEntryFormat.HeaderSize..].ToArray()));
             address += DarqEntryFormat.LogFootprint(entry.Length);
         }
 
@@ -268,7 +268,7 @@ public sealed partial class Darq
         for (int i = 0; i < consumedCount; i++)
         {
             long lsn = BinaryPrimitives.ReadInt64LittleEndian(completionBody[(16 + (8 * i))..]);
-            _unconsumed.Remove(lsn);
+            RemoveUnconsumed(lsn);
             _consumed.Add(lsn);
         }
 

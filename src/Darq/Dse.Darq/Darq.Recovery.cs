@@ -115,6 +115,7 @@ public sealed partial class Darq
         _lastCommitBegin = begin;
         _unconsumedCount = _unconsumed.Count;
         _pendingOutCount = _pendingOut.Count;
+        AssertSelfCounters();
         DarqLog.Opened(_logger, Name, commitNum, begin, tail, _unconsumed.Count, _producers.Count, _incarnation);
     }
 
@@ -136,11 +137,11 @@ public sealed partial class Darq
         switch (kind)
         {
             case DarqEntryKind.In:
-                _unconsumed.Add(address, new PendingMessage(DarqMessageKind.In, new StepStart(address, sequence), body[16..].ToArray()));
+                AddUnconsumed(address, new PendingMessage(DarqMessageKind.In, new StepStart(address, sequence), body[16..].ToArray()));
                 break;
             case DarqEntryKind.Self:
                 var selfKind = (DarqEntryFormat.Flags(entry) & DarqEntryFormat.ActivityFlag) != 0 ? DarqMessageKind.Activity : DarqMessageKind.Self;
-                _unconsumed.Add(address, new PendingMessage(selfKind, openStep, body.ToArray()));
+                AddUnconsumed(address, new PendingMessage(selfKind, openStep, body.ToArray()));
                 openStepEntries++;
                 break;
             case DarqEntryKind.Out:
@@ -185,7 +186,7 @@ public sealed partial class Darq
                 for (int i = 0; i < count; i++)
                 {
                     long consumed = BinaryPrimitives.ReadInt64LittleEndian(body[(16 + (8 * i))..]);
-                    if (_unconsumed.Remove(consumed))
+                    if (RemoveUnconsumed(consumed))
                     {
                         _consumed.Add(consumed);
                     }

@@ -695,7 +695,7 @@ public sealed partial class Darq
     /// <summary>Rebuilds unconsumed, consumed and pending-OUT state from the log's [begin, <paramref name="until"/>), skipping voided ranges. Under the gate.</summary>
     private async ValueTask RebuildAsync(long until)
     {
-        _unconsumed.Clear();
+        ClearUnconsumed();
         _pendingOut.Clear();
         _consumed.Clear();
         long expected = _beginSequence;
@@ -737,6 +737,7 @@ public sealed partial class Darq
 
         Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
         Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
+        AssertSelfCounters();
     }
 
     /// <summary>Where the completed prefix of the log ends now (the start of the step holding the oldest pending entry). Under the gate.</summary>

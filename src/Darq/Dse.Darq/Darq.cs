@@ -54,6 +54,15 @@ public sealed partial class Darq : IAsyncDisposable
     private long _lastCommitTail;
     private long _lastCommitBegin;
     private int _unconsumedCount;
+
+    /// <summary>
+    /// The unconsumed plain SELF messages (activities excluded) in <see cref="_unconsumed"/> and the sum of their payload
+    /// lengths: kept by <see cref="AddUnconsumed"/>, <see cref="RemoveUnconsumed"/> and <see cref="ClearUnconsumed"/>
+    /// (the only writers of <see cref="_unconsumed"/>), under the gate; read without it.
+    /// </summary>
+    private int _unconsumedSelfCount;
+
+    private long _unconsumedSelfBytes;
     private DarqProcessor? _processor;
     private int _disposed;
 
@@ -83,6 +92,15 @@ public sealed partial class Darq : IAsyncDisposable
 
     /// <summary>The number of IN and SELF messages not yet consumed.</summary>
     public int UnconsumedCount => Volatile.Read(ref _unconsumedCount);
+
+    /// <summary>
+    /// The number of unconsumed plain SELF messages (activities excluded): what a checkpoint would hand its snapshot
+    /// function. Kept up to date by steps, checkpoints, recovery and rollbacks; O(1) to read.
+    /// </summary>
+    public int UnconsumedSelfCount => Volatile.Read(ref _unconsumedSelfCount);
+
+    /// <summary>The sum of the payload lengths of the unconsumed plain SELF messages, in bytes (see <see cref="UnconsumedSelfCount"/>).</summary>
+    public long UnconsumedSelfBytes => Volatile.Read(ref _unconsumedSelfBytes);
 
     /// <summary>The largest payload of one message, in bytes (<see cref="DarqOptions.MaxMessageSize"/>).</summary>
     public int MaxMessageSize => _options.MaxMessageSize;
@@ -466,11 +484,67 @@ public sealed partial class Darq : IAsyncDisposable
             _producers[producerId] = sequenceNumber;
         }
 
-        _unconsumed.Add(lsn, message);
+        AddUnconsumed(lsn, message);
         Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
         _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
         DarqInstrumentation.Enqueues.Add(1, _tag);
         return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
+    }
+
+    /// <summary>Adds an unconsumed message, counting a plain SELF message; under the gate.</summary>
+    private void AddUnconsumed(long lsn, PendingMessage message)
+    {
+        _unconsumed.Add(lsn, message);
+        if (message.Kind == DarqMessageKind.Self)
+        {
+            Volatile.Write(ref _unconsumedSelfCount, _unconsumedSelfCount + 1);
+            Volatile.Write(ref _unconsumedSelfBytes, _unconsumedSelfBytes + message.Payload.Length);
+        }
+    }
+
+    /// <summary>Removes an unconsumed message (consumed or replaced), uncounting a plain SELF message; under the gate.</summary>
+    /// <returns>Whether the message was unconsumed.</returns>
+    private bool RemoveUnconsumed(long lsn)
+    {
+        if (!_unconsumed.Remove(lsn, out var message))
+        {
+            return false;
+        }
+
+        if (message.Kind == DarqMessageKind.Self)
+        {
+            Volatile.Write(ref _unconsumedSelfCount, _unconsumedSelfCount - 1);
+            Volatile.Write(ref _unconsumedSelfBytes, _unconsumedSelfBytes - message.Payload.Length);
+        }
+
+        return true;
+    }
+
+    /// <summary>Forgets every unconsumed message (before a rebuild); under the gate.</summary>
+    private void ClearUnconsumed()
+    {
+        _unconsumed.Clear();
+        Volatile.Write(ref _unconsumedSelfCount, 0);
+        Volatile.Write(ref _unconsumedSelfBytes, 0L);
+    }
+
+    /// <summary>The plain SELF counters match <see cref="_unconsumed"/> (an O(n) recount: debug builds, after recovery, rebuild and checkpoint).</summary>
+    [Conditional("DEBUG")]
+    private void AssertSelfCounters()
+    {
+        int count = 0;
+        long bytes = 0;
+        foreach (var message in _unconsumed.Values)
+        {
+            if (message.Kind == DarqMessageKind.Self)
+            {
+                count++;
+                bytes += message.Payload.Length;
+            }
+        }
+
+        Debug.Assert(count == _unconsumedSelfCount && bytes == _unconsumedSelfBytes,
+            $"plain SELF counters {_unconsumedSelfCount}/{_unconsumedSelfBytes} bytes, recount {count}/{bytes} bytes");
     }
 
     /// <summary>Appends one entry; call under the gate. Waits for log memory when the in-memory log is full.</summary>

@@ -17,6 +17,10 @@ internal static partial class DarqLog
         Message = "DARQ '{Darq}' automatic checkpoint of processor incarnation {Incarnation} failed and changed nothing; it is tried again later.")]
     public static partial void AutoCheckpointFailed(ILogger logger, Exception exception, string darq, long incarnation);
 
+    [LoggerMessage(EventId = 4220, Level = LogLevel.Debug,
+        Message = "DARQ '{Darq}' automatic checkpoint of processor incarnation {Incarnation} is due ({Threshold} reached; {SelfCount} unconsumed SELF messages, {SelfBytes} bytes).")]
+    public static partial void AutoCheckpointDue(ILogger logger, string darq, long incarnation, string threshold, int selfCount, long selfBytes);
+
     [LoggerMessage(EventId = 4210, Level = LogLevel.Debug,
         Message = "DARQ '{Darq}' runs activity '{Activity}' at LSN {Lsn} (token {Token}).")]
     public static partial void ActivityStarted(ILogger logger, string darq, string activity, long lsn, string token);

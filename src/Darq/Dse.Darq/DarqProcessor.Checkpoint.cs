@@ -15,25 +15,43 @@ public sealed partial class DarqProcessor
     public DarqCheckpointResult? LastAutoCheckpoint => Volatile.Read(ref _lastAutoCheckpoint);
 
     /// <summary>
-    /// Turns on automatic checkpoints: after every <paramref name="everySteps"/>-th step through this processor (a batch
-    /// counts as its number of steps, the checkpoint running after the batch),
-    /// <see cref="CheckpointAsync(DarqSnapshot, CancellationToken)"/> with <paramref name="snapshot"/> runs right after the step
-    /// (serialized by the DARQ like any step). Suited to processors that keep their state as SELF deltas and never consume
-    /// their own SELF messages in steps: the snapshot function sees every message it replaces, and
-    /// <see cref="LastAutoCheckpoint"/> gives the replacement's LSNs.
+    /// Turns on automatic checkpoints: after every <paramref name="everySteps"/>-th step through this processor; the same
+    /// as <see cref="EnableAutoCheckpoint(DarqCheckpointPolicy, DarqSnapshot)"/> with only
+    /// <see cref="DarqCheckpointPolicy.EverySteps"/> set.
     /// </summary>
     /// <param name="everySteps">How many steps between checkpoints, at least 1.</param>
     /// <param name="snapshot">Turns the unconsumed plain SELF messages into their replacement.</param>
-    /// <remarks>
-    /// The step's result is returned whatever the checkpoint does: a failed automatic checkpoint (the snapshot function
-    /// threw, or the processor was superseded) is logged (event 4203), changes nothing, and is tried again after the next
-    /// <paramref name="everySteps"/> steps.
-    /// </remarks>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="everySteps"/> is below 1.</exception>
     public void EnableAutoCheckpoint(int everySteps, DarqSnapshot snapshot)
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(everySteps, 1);
+        EnableAutoCheckpoint(new DarqCheckpointPolicy { EverySteps = everySteps }, snapshot);
+    }
+
+    /// <summary>
+    /// Turns on automatic checkpoints: after a step through this processor (a batch counts as its number of steps, the
+    /// checkpoint running after the batch) that reaches any threshold of <paramref name="policy"/>,
+    /// <see cref="CheckpointAsync(DarqSnapshot, CancellationToken)"/> with <paramref name="snapshot"/> runs right after the
+    /// step (serialized by the DARQ like any step). Suited to processors that keep their state as SELF deltas and never
+    /// consume their own SELF messages in steps: the snapshot function sees every message it replaces, and
+    /// <see cref="LastAutoCheckpoint"/> gives the replacement's LSNs. Replaces an earlier policy.
+    /// </summary>
+    /// <param name="policy">The thresholds (validated here); it is immutable, so it may be shared.</param>
+    /// <param name="snapshot">Turns the unconsumed plain SELF messages into their replacement.</param>
+    /// <exception cref="ArgumentException">The policy sets no threshold, or one below 1 (the message names it); nothing changes.</exception>
+    /// <remarks>
+    /// The step's result is returned whatever the checkpoint does: a failed automatic checkpoint (the snapshot function
+    /// threw, or the processor was superseded) is logged (event 4203) and changes nothing. It is tried again after the
+    /// next step that reaches a threshold: with <see cref="DarqCheckpointPolicy.EverySteps"/>, that many steps later;
+    /// with a SELF threshold, which a failed checkpoint leaves reached, after the next step.
+    /// </remarks>
+    public void EnableAutoCheckpoint(DarqCheckpointPolicy policy, DarqSnapshot snapshot)
+    {
+        ArgumentNullException.ThrowIfNull(policy);
         ArgumentNullException.ThrowIfNull(snapshot);
-        Volatile.Write(ref _autoCheckpoint, new AutoCheckpointPolicy(everySteps, snapshot));
+        policy.Validate();
+        Interlocked.Exchange(ref _stepsSinceCheckpoint, 0);
+        Volatile.Write(ref _autoCheckpoint, new AutoCheckpointPolicy(policy, snapshot));
     }
 
     /// <summary>Turns automatic checkpoints off.</summary>
@@ -57,9 +75,11 @@ public sealed partial class DarqProcessor
     /// <summary>Counts <paramref name="steps"/> appended steps and takes the automatic checkpoint when it is due.</summary>
     private async ValueTask CheckpointIfDueAsync(int steps, AutoCheckpointPolicy policy)
     {
-        if (Interlocked.Add(ref _stepsSinceCheckpoint, steps) >= policy.EverySteps)
+        long since = Interlocked.Add(ref _stepsSinceCheckpoint, steps);
+        if (policy.Thresholds.Reached(since, _darq.UnconsumedSelfCount, _darq.UnconsumedSelfBytes) is { } reached)
         {
             Interlocked.Exchange(ref _stepsSinceCheckpoint, 0);
+            _darq.AutoCheckpointDue(Incarnation, reached);
             try
             {
                 // Not cancellable: the step is appended, and the caller's cancellation must not look like a failed step.
@@ -78,7 +98,7 @@ public sealed partial class DarqProcessor
         }
     }
 
-    private sealed record AutoCheckpointPolicy(int EverySteps, DarqSnapshot Snapshot);
+    private sealed record AutoCheckpointPolicy(DarqCheckpointPolicy Thresholds, DarqSnapshot Snapshot);
 
     /// <summary>
     /// Compacts every unconsumed plain SELF message (activities are left alone) through <paramref name="snapshot"/>,
