@@ -121,6 +121,79 @@ public sealed class RemoteDeliveryTests
     }
 
     [Fact]
+    public async Task Delivery_ManyMessagesAcrossServers_ArriveInOrderOnceInBatches()
+    {
+        await using var darqB = await new TestStorage("b").OpenAsync();
+        await using var serverB = await DarqServer.StartAsync(darqB);
+        using var channelToB = GrpcChannel.ForAddress(serverB.Address);
+        var destinations = new DarqDestinationRegistry();
+        destinations.Add("b", new GrpcDarqDestination(channelToB));
+        await using var darqA = await new TestStorage("a").OpenAsync(o =>
+        {
+            o.Destinations = destinations;
+            o.DeliveryBatchSize = 32;
+        });
+        var processor = await darqA.RegisterProcessorAsync();
+        var expected = Enumerable.Range(0, 100).Select(i => $"m{i}").ToList();
+        long last = -1;
+        foreach (string text in expected)
+        {
+            last = (await processor.StepAsync(new DarqStep().AddOut("b", text.Bytes()))).OutLsns[0];
+        }
+
+        await darqA.CommitAsync();
+        await darqA.WaitForDeliveredAsync(last).AsTask().WaitAsync(TestText.Timeout);
+
+        var received = new List<string>();
+        var processorB = await darqB.RegisterProcessorAsync();
+        while (processorB.Messages.TryRead(out var message))
+        {
+            received.Add(message.Text());
+        }
+
+        Assert.Equal(expected, received);
+        Assert.Equal(0, darqA.PendingOutCount);
+    }
+
+    [Fact]
+    public async Task DeliverBatch_ResendAndBadBatches_AreDuplicatesOrRefusedAndChangeNothing()
+    {
+        await using var darq = await new TestStorage("b").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var client = new DarqService.DarqServiceClient(server.Channel);
+        var request = new DeliverBatchRequest { Darq = "b", Source = "a" };
+        request.Messages.Add(new DeliveredMessage { SourceLsn = 64, Payload = ByteString.CopyFromUtf8("1") });
+        request.Messages.Add(new DeliveredMessage { SourceLsn = 128, Payload = ByteString.CopyFromUtf8("2") });
+
+        var first = await client.DeliverBatchAsync(request);
+        Assert.True(darq.CommittedUntilAddress >= darq.TailAddress, "the acknowledgement comes only once the batch is durable");
+        long tail = darq.TailAddress;
+        var resent = await client.DeliverBatchAsync(request);
+        Assert.All(first.Lsns, lsn => Assert.True(lsn >= 0));
+        Assert.Equal([-1L, -1L], resent.Lsns);
+
+        var outOfOrder = new DeliverBatchRequest { Darq = "b", Source = "a" };
+        outOfOrder.Messages.Add(new DeliveredMessage { SourceLsn = 512, Payload = ByteString.CopyFromUtf8("3") });
+        outOfOrder.Messages.Add(new DeliveredMessage { SourceLsn = 256, Payload = ByteString.CopyFromUtf8("4") });
+        var oversized = new DeliverBatchRequest { Darq = "b", Source = "a" };
+        oversized.Messages.Add(new DeliveredMessage { SourceLsn = 512, Payload = ByteString.CopyFromUtf8("5") });
+        oversized.Messages.Add(new DeliveredMessage { SourceLsn = 640, Payload = ByteString.CopyFrom(new byte[TestStorage.MaxMessageSize + 1]) });
+        var errors = new[]
+        {
+            await Assert.ThrowsAsync<RpcException>(async () => await client.DeliverBatchAsync(outOfOrder)),
+            await Assert.ThrowsAsync<RpcException>(async () => await client.DeliverBatchAsync(oversized)),
+            await Assert.ThrowsAsync<RpcException>(async () => await client.DeliverBatchAsync(new DeliverBatchRequest { Darq = "b", Source = "a" })),
+            await Assert.ThrowsAsync<RpcException>(async () => await client.DeliverBatchAsync(new DeliverBatchRequest { Darq = "b" })),
+        };
+        var unknown = await Assert.ThrowsAsync<RpcException>(async () => await client.DeliverBatchAsync(new DeliverBatchRequest { Darq = "c", Source = "a" }));
+
+        Assert.All(errors, e => Assert.Equal(StatusCode.InvalidArgument, e.StatusCode));
+        Assert.Equal(StatusCode.NotFound, unknown.StatusCode);
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(2, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task Deliver_Resend_IsDuplicateAndAcknowledgedOnlyWhenDurable()
     {
         await using var darq = await new TestStorage("b").OpenAsync();

@@ -12,6 +12,7 @@ public static class ScenarioRegistry
         new CoordinatorScenario(),
         new DarqProducerScenario(),
         new DarqStepScenario(),
+        new DarqDeliveryScenario(),
         new DarqLatencyScenario(),
         new DarqReflectScenario(),
         new InterceptorScenario(),

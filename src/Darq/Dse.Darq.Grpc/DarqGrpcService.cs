@@ -251,6 +251,48 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     }
 
     /// <inheritdoc />
+    public override async Task<DeliverBatchReply> DeliverBatch(DeliverBatchRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(DeliverBatch);
+        var darq = Resolve(method, request.Darq);
+        if (string.IsNullOrEmpty(request.Source))
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "source is empty; a delivery names its source DARQ (its deduplication identity)."));
+        }
+
+        if (request.Messages.Count == 0)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "messages is empty; a batch holds at least one message."));
+        }
+
+        var deliveries = new DarqDelivery[request.Messages.Count];
+        for (int i = 0; i < deliveries.Length; i++)
+        {
+            var message = request.Messages[i];
+            deliveries[i] = new DarqDelivery(request.Source, message.SourceLsn, request.Darq, message.Payload.Memory);
+        }
+
+        try
+        {
+            // Checks every message (order, LSNs, sizes) before appending any; the reply is the batch's acknowledgement.
+            var results = await darq.ReceiveBatchDurablyAsync(deliveries, context.CancellationToken).ConfigureAwait(false);
+            var reply = new DeliverBatchReply();
+            foreach (var result in results)
+            {
+                reply.Lsns.Add(result.IsDuplicate ? -1 : result.Lsn);
+            }
+
+            return reply;
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+    }
+
+    /// <inheritdoc />
     public override async Task<CheckpointReply> Checkpoint(CheckpointRequest request, ServerCallContext context)
     {
         ArgumentNullException.ThrowIfNull(request);

@@ -17,6 +17,9 @@ public sealed class GrpcDarqDestination : IDarqDestination
     private readonly DarqService.DarqServiceClient _client;
     private readonly string? _remoteName;
 
+    /// <summary>Set once the server answered UNIMPLEMENTED to DeliverBatch: batches then go one message per Deliver.</summary>
+    private bool _noBatchRpc;
+
     /// <summary>Creates a destination over a channel to the server hosting it.</summary>
     /// <param name="channel">The channel (the caller owns it).</param>
     /// <param name="remoteName">The DARQ's name on that server; <see langword="null"/> for the destination name the OUT message carries.</param>
@@ -74,6 +77,53 @@ public sealed class GrpcDarqDestination : IDarqDestination
         {
             // The delivery loop ends on its own cancellation only as OperationCanceledException (a closing DARQ).
             throw new OperationCanceledException($"Delivering OUT message {delivery.SourceLsn} of DARQ '{delivery.Source}' to '{request.Darq}' was cancelled.",
+                e, cancellationToken);
+        }
+    }
+
+    /// <summary>
+    /// Delivers consecutive OUT messages of one source with one <c>DeliverBatch</c> call, acknowledged once all are durable
+    /// at the destination. A server without that method (UNIMPLEMENTED: an older build) gets them one per <c>Deliver</c>
+    /// call, from then on.
+    /// </summary>
+    /// <param name="deliveries">The messages, all from one source to this destination, in increasing source LSN order.</param>
+    /// <param name="cancellationToken">Cancels the delivery; an unacknowledged batch is retried.</param>
+    public async ValueTask DeliverBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(deliveries);
+        if (Volatile.Read(ref _noBatchRpc) || deliveries.Count == 1)
+        {
+            for (int i = 0; i < deliveries.Count; i++)
+            {
+                await DeliverAsync(deliveries[i], cancellationToken).ConfigureAwait(false);
+            }
+
+            return;
+        }
+
+        var request = new DeliverBatchRequest { Darq = _remoteName ?? deliveries[0].Destination, Source = deliveries[0].Source };
+        foreach (var delivery in deliveries)
+        {
+            request.Messages.Add(new DeliveredMessage { SourceLsn = delivery.SourceLsn, Payload = ByteString.CopyFrom(delivery.Payload.Span) });
+        }
+
+        try
+        {
+            await _client.DeliverBatchAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Unimplemented)
+        {
+            Volatile.Write(ref _noBatchRpc, true);
+            await DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (DarqRpcErrors.IsDeliveryRefusedForGood(e))
+        {
+            throw new DarqDeliveryRefusedException(request.Darq, $"{e.StatusCode}: {e.Status.Detail}", e);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException(
+                $"Delivering {deliveries.Count} OUT messages of DARQ '{request.Source}' from LSN {deliveries[0].SourceLsn} to '{request.Darq}' was cancelled.",
                 e, cancellationToken);
         }
     }

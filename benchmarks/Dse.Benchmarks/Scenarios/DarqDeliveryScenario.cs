@@ -1,0 +1,93 @@
+using System.Diagnostics;
+using Dse.Benchmarks.Harness;
+using Dse.Darq;
+
+namespace Dse.Benchmarks.Scenarios;
+
+/// <summary>
+/// OUT delivery throughput between two co-located DARQs on local files, each with a 5 ms group commit: a source holding
+/// committed 1 KB OUT messages to one destination, delivered (and acknowledged once durable there) one at a time against
+/// in batches of <see cref="DarqOptions.DeliveryBatchSize"/> 64, in the same run. Keys <c>single_msgs_per_s</c>,
+/// <c>batched_msgs_per_s</c>, <c>speedup</c>.
+/// </summary>
+public sealed class DarqDeliveryScenario : IScenario
+{
+    public string Name => "darq-delivery";
+
+    public string Description => "DARQ OUT delivery messages/s between two co-located DARQs (local files, 5 ms group commit): one at a time vs batches of 64.";
+
+    public async Task<ScenarioResults> RunAsync(ScenarioContext context)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        int singleMessages = context.Pick(1_000, 200);
+        int batchedMessages = context.Pick(50_000, 5_000);
+        int rounds = context.Pick(3, 1);
+        using var bench = new DarqBench(inMemory: false, memorySize: 1L << 27);
+        var single = new List<double>();
+        var batched = new List<double>();
+        for (int round = 0; round < rounds; round++)
+        {
+            single.Add(await MeasureAsync(bench, singleMessages, batchSize: 1, context.CancellationToken));
+            batched.Add(await MeasureAsync(bench, batchedMessages, batchSize: 64, context.CancellationToken));
+            context.Log.WriteLine($"darq-delivery round {round + 1}: one at a time {single[^1]:F0}/s, batches of 64 {batched[^1]:F0}/s");
+        }
+
+        double singleOps = Stats.Median(single);
+        double batchedOps = Stats.Median(batched);
+        return new ScenarioResults()
+            .Add("single_msgs_per_s", singleOps, 0)
+            .Add("batched_msgs_per_s", batchedOps, 0)
+            .Add("speedup", batchedOps / singleOps, 2)
+            .Add("batch_size", 64)
+            .Add("single_messages", singleMessages)
+            .Add("batched_messages", batchedMessages)
+            .Add("message_bytes", DarqBench.MessageSize);
+    }
+
+    /// <summary>Steps <paramref name="messages"/> OUT messages at the source, commits, then times their delivery until the last is acknowledged.</summary>
+    private static async Task<double> MeasureAsync(DarqBench bench, int messages, int batchSize, CancellationToken cancellationToken)
+    {
+        var registry = new DarqDestinationRegistry();
+        await using var destination = await Darq.Darq.OpenAsync(new DarqOptions
+        {
+            Name = "sink",
+            LogDevice = bench.NewDevice("sink"),
+            CommitDevice = bench.NewDevice("sink-commit"),
+            CommitInterval = DarqBench.CommitInterval,
+            MemorySize = bench.MemorySize,
+        });
+        registry.Add(destination);
+
+        // The source sends nothing until its steps are committed: stepping with a long commit interval and one explicit
+        // commit afterwards lets the timed phase start with every message deliverable.
+        var payload = DarqBench.Payload();
+        await using var source = await Darq.Darq.OpenAsync(new DarqOptions
+        {
+            Name = "source",
+            LogDevice = bench.NewDevice("source"),
+            CommitDevice = bench.NewDevice("source-commit"),
+            CommitInterval = TimeSpan.FromHours(1),
+            MemorySize = bench.MemorySize,
+            Destinations = registry,
+            DeliveryBatchSize = batchSize,
+        });
+        var processor = await source.RegisterProcessorAsync(cancellationToken);
+        var step = new DarqStep();
+        long last = -1;
+        for (int i = 0; i < messages; i++)
+        {
+            last = (await processor.StepAsync(step.Clear().AddOut("sink", payload), cancellationToken)).OutLsns[0];
+        }
+
+        var clock = Stopwatch.StartNew();
+        await source.CommitAsync(cancellationToken);
+        await source.WaitForDeliveredAsync(last, cancellationToken);
+        var elapsed = clock.Elapsed;
+        if (destination.UnconsumedCount != messages)
+        {
+            throw new InvalidOperationException($"The destination holds {destination.UnconsumedCount} messages, expected {messages}.");
+        }
+
+        return messages / elapsed.TotalSeconds;
+    }
+}
