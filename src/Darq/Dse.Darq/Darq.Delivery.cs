@@ -328,7 +328,15 @@ public sealed partial class Darq
                     else
                     {
                         blocked.Add(pending.Destination);
-                        failed |= !IsParked(pending.Destination, lsn);
+                        if (WasJustParked(pending.Destination))
+                        {
+                            // Waiters of WaitForDeliveredAsync on the refused message learn of the refusal.
+                            await PulseDeliveryProgressAsync(token).ConfigureAwait(false);
+                        }
+                        else
+                        {
+                            failed = true;
+                        }
                     }
                 }
 
@@ -545,7 +553,7 @@ public sealed partial class Darq
         DarqLog.DeliveryFailed(_logger, error, Name, lsn, pending.Destination);
     }
 
-    /// <summary>Parks <paramref name="destination"/> at the message <paramref name="lsn"/> (again: its refusals count up) and wakes waiters of that message.</summary>
+    /// <summary>Parks <paramref name="destination"/> at the message <paramref name="lsn"/> (again: its refusals count up); the delivery loop then wakes waiters of that message.</summary>
     private void Park(string destination, long lsn, string reason, Exception? error)
     {
         var interval = _options.ParkedDeliveryRetryInterval;
@@ -561,37 +569,24 @@ public sealed partial class Darq
         DarqInstrumentation.DeliveriesParked.Add(1, _tag);
         DarqLog.DeliveryParked(_logger, error, Name, destination, lsn, reason,
             interval == Timeout.InfiniteTimeSpan ? "never (on request only)" : interval.ToString());
+    }
 
-        // Waiters of WaitForDeliveredAsync on this message learn of the refusal.
-        if (_gate.Wait(0))
+    /// <summary>
+    /// Whether the attempt that just failed parked <paramref name="destination"/> (at whichever message of a run was
+    /// refused), rather than failing transiently.
+    /// </summary>
+    private bool WasJustParked(string destination)
+    {
+        lock (_parked)
         {
-            try
-            {
-                PulseDeliveryProgress();
-            }
-            finally
-            {
-                _gate.Release();
-            }
-        }
-        else
-        {
-            _ = PulseUnderGateAsync();
+            return _parked.TryGetValue(destination, out var parked) && !parked.Retrying;
         }
     }
 
-    private async Task PulseUnderGateAsync()
+    /// <summary>Wakes waiters of <see cref="WaitForDeliveredAsync"/> from outside the gate.</summary>
+    private async ValueTask PulseDeliveryProgressAsync(CancellationToken cancellationToken)
     {
-        try
-        {
-            await _gate.WaitAsync(_stopping.Token).ConfigureAwait(false);
-        }
-        catch (Exception e) when (e is OperationCanceledException or ObjectDisposedException)
-        {
-            // Closing: nobody is left waiting.
-            return;
-        }
-
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
             PulseDeliveryProgress();
