@@ -25,7 +25,7 @@ public sealed class DarqDeliveryBatchTests
         await using (var a = await aStorage.OpenAsync(Source(destinations, batchSize: 16)))
         {
             var processor = await a.RegisterProcessorAsync();
-            DarqStepResult last = null!;
+            DarqStepResult last = default;
             foreach (string text in expected)
             {
                 last = await processor.StepAsync(new DarqStep().AddOut("b", text.Bytes()));

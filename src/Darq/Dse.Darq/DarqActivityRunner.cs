@@ -369,9 +369,9 @@ public sealed class DarqActivityRunner : IAsyncDisposable
             }
 
             // Ended only now, so that whoever awaits it sees the runner's bookkeeping (RunningCount) up to date.
-            if (completed is not null)
+            if (completed is { } result)
             {
-                done.TrySetResult(completed);
+                done.TrySetResult(result);
             }
             else if (failure is OperationCanceledException canceled)
             {
