@@ -43,38 +43,44 @@ public sealed class LsnOrderedMapTests
     }
 
     [Fact]
-    public void Set_AddRemoveMin_MatchSortedSet()
+    public void ConsumedLsns_InOrderOutOfOrderAndForgetBelow_MatchSortedSet()
     {
         var random = new Random(5);
-        var set = new LsnOrderedSet();
+        var set = new ConsumedLsns();
         var expected = new SortedSet<long>();
-        for (int i = 0; i < 10_000; i++)
+        long next = 0;
+        long begin = 0;
+        for (int i = 0; i < 20_000; i++)
         {
-            long lsn = random.Next(2_000);
-            if (random.Next(3) == 0)
+            // Mostly in LSN order (the common case), sometimes an older LSN, sometimes a truncation.
+            int choice = random.Next(20);
+            if (choice == 0)
             {
-                Assert.Equal(expected.Remove(lsn), set.Remove(lsn));
+                begin = Math.Min(next, begin + random.Next(400));
+                set.ForgetBelow(begin);
+                expected.RemoveWhere(lsn => lsn < begin);
             }
             else
             {
+                long lsn = choice < 4 ? begin + random.Next((int)Math.Max(1, next - begin)) : (next += 1 + random.Next(3));
                 Assert.Equal(expected.Add(lsn), set.Add(lsn));
             }
 
             Assert.Equal(expected.Count, set.Count);
-            Assert.Equal(expected.Min, set.Min);
-            Assert.Equal(expected.Max, set.Max);
+            long probe = random.Next((int)next + 10) - 5;
+            Assert.Equal(expected.Contains(probe), set.Contains(probe));
+        }
+
+        for (long lsn = -5; lsn < next + 5; lsn++)
+        {
             Assert.Equal(expected.Contains(lsn), set.Contains(lsn));
         }
 
-        Assert.Equal(expected, set);
-
-        // Truncation's pattern: drop everything below a bound from the front.
-        while (set.Count > 0 && set.Min < 1_000)
-        {
-            set.Remove(set.Min);
-        }
-
-        Assert.Equal(expected.Where(lsn => lsn >= 1_000), set);
+        set.ForgetBelow(next + 1);
+        Assert.Equal(0, set.Count);
+        Assert.True(set.Add(next + 2));
+        set.Clear();
+        Assert.False(set.Contains(next + 2));
     }
 
     [Fact]

@@ -40,7 +40,7 @@ public sealed partial class Darq : IAsyncDisposable
     private readonly LsnOrderedMap<PendingOut> _pendingOut = new();
 
     /// <summary>Consumed LSNs at or after the begin address, to tell "already consumed" from "unknown".</summary>
-    private readonly LsnOrderedSet _consumed = new();
+    private readonly ConsumedLsns _consumed = new();
 
     /// <summary>The entries of the step being appended, reused from step to step; used only under the gate.</summary>
     private readonly StepEntries _stepEntries = new();
@@ -731,10 +731,7 @@ public sealed partial class Darq : IAsyncDisposable
             {
                 _log.TruncateUntil(until);
                 _beginSequence = start.Sequence;
-                while (_consumed.Count > 0 && _consumed.Min < until)
-                {
-                    _consumed.Remove(_consumed.Min);
-                }
+                _consumed.ForgetBelow(until);
 
                 DarqLog.Truncated(_logger, Name, until);
             }
