@@ -29,7 +29,7 @@ public sealed partial class Darq : IAsyncDisposable
     private static readonly TimeSpan FinalCommitTimeout = TimeSpan.FromSeconds(30);
 
     /// <summary>Serializes every mutation and commit request; everything below is guarded by it.</summary>
-    private readonly SemaphoreSlim _gate = new(1, 1);
+    private readonly DarqGate _gate = new();
 
     private readonly Dictionary<long, long> _producers = [];
 
