@@ -1,5 +1,4 @@
 using System.Buffers.Binary;
-using System.IO.Hashing;
 using System.Text;
 
 namespace Dse.Darq;
@@ -237,5 +236,5 @@ internal static class DarqEntryFormat
 
     /// <summary>XxHash64 of the body, seeded with the XxHash64 of the first 16 header bytes (everything but the checksum).</summary>
     private static ulong Checksum(ReadOnlySpan<byte> entry)
-        => XxHash64.HashToUInt64(entry[HeaderSize..], unchecked((long)XxHash64.HashToUInt64(entry[..16])));
+        => ShortXxHash64.Hash(entry[HeaderSize..], unchecked((long)ShortXxHash64.Hash(entry[..16], 0)));
 }
