@@ -69,6 +69,42 @@ public sealed class DarqStepBatchTests
     }
 
     [Fact]
+    public async Task StepBatch_OutOfLsnOrder_AcceptsDistinctAndRefusesARepeatBelowTheHighest()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync();
+        var a = await darq.EnqueueAsync("a".Bytes());
+        var b = await darq.EnqueueAsync("b".Bytes());
+        var c = await darq.EnqueueAsync("c".Bytes());
+        var d = await darq.EnqueueAsync("d".Bytes());
+        var processor = await darq.RegisterProcessorAsync();
+        long tail = darq.TailAddress;
+
+        // A step that takes a higher LSN with a repeated lower one (the repeat is found once the order breaks).
+        var error = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.StepBatchAsync(
+        [
+            new DarqStep().Consume(b.Lsn),
+            new DarqStep().Consume(c.Lsn),
+            new DarqStep().Consume(d.Lsn).Consume(b.Lsn),
+        ]).AsTask());
+        Assert.Equal(DarqStepRejection.AlreadyConsumed, error.Reason);
+        Assert.Equal(b.Lsn, error.Lsn);
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(4, darq.UnconsumedCount);
+
+        // Going back below the highest without a repeat is allowed.
+        var results = await processor.StepBatchAsync(
+        [
+            new DarqStep().Consume(c.Lsn),
+            new DarqStep().Consume(a.Lsn),
+            new DarqStep().Consume(d.Lsn),
+            new DarqStep().Consume(b.Lsn),
+        ]);
+        Assert.Equal(4, results.Count);
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task StepBatch_UnknownLsnOrTwiceInOneStep_RefusesWholeBatchWithTheReason()
     {
         var storage = new DarqTestStorage();

@@ -97,7 +97,8 @@ public sealed partial class Darq
         try
         {
             PrepareStep(incarnation, step);
-            if (_log.TryEnqueue(_stepEntries, out long first))
+            // A consume-only step is one entry: FasterLog's single-entry append skips the batch's per-entry interface calls.
+            if (_stepEntries.Count == 1 ? _log.TryEnqueue(_stepEntries.Entry(0), out long first) : _log.TryEnqueue(_stepEntries, out first))
             {
                 return ValueTask.FromResult(ApplyStep(first));
             }

@@ -118,18 +118,37 @@ public sealed partial class Darq
     private void PrepareBatch(long incarnation, IReadOnlyList<DarqStep> steps)
     {
         CheckIncarnation(incarnation);
-        var batchConsumed = _batchConsumed ??= [];
-        batchConsumed.Clear();
         _stepEntries.Clear();
+
+        // A later step must not consume what an earlier one of the batch did. While every step consumes only LSNs above
+        // all those consumed before it (a processor taking messages in LSN order), none can repeat, and no set is needed;
+        // the set of earlier LSNs is built only once a step goes back below the highest.
+        HashSet<long>? batchConsumed = null;
+        long highest = long.MinValue;
         for (int i = 0; i < steps.Count; i++)
         {
             var consumed = steps[i].Consumed;
-            ValidateConsumed(consumed, batchConsumed);
+            long lowest = long.MaxValue;
+            long top = highest;
             for (int j = 0; j < consumed.Count; j++)
             {
-                batchConsumed.Add(consumed[j]);
+                lowest = Math.Min(lowest, consumed[j]);
+                top = Math.Max(top, consumed[j]);
             }
 
+            if (batchConsumed is null && lowest <= highest)
+            {
+                batchConsumed = _batchConsumed ??= [];
+                batchConsumed.Clear();
+                for (int k = 0; k < i; k++)
+                {
+                    batchConsumed.UnionWith(steps[k].Consumed);
+                }
+            }
+
+            ValidateConsumed(consumed, batchConsumed);
+            batchConsumed?.UnionWith(consumed);
+            highest = top;
             WriteStep(incarnation, steps[i]);
         }
     }
