@@ -36,7 +36,19 @@ internal sealed class DarqServer : IAsyncDisposable
     /// <summary>A channel to this server (disposed with it).</summary>
     public GrpcChannel Channel { get; }
 
-    public static async Task<DarqServer> StartAsync(int port, params Darq[] darqs)
+    public static Task<DarqServer> StartAsync(int port, params Darq[] darqs) => StartAsync(port, configureServices: null, map: null, darqs);
+
+    public static Task<DarqServer> StartAsync(params Darq[] darqs) => StartAsync(0, darqs);
+
+    /// <summary>Starts a server whose DarqService has these options (operator calls, say).</summary>
+    public static Task<DarqServer> StartAsync(Action<DarqGrpcServiceOptions> configure, params Darq[] darqs) =>
+        StartAsync(0, services => services.Configure(configure), map: null, darqs);
+
+    /// <summary>
+    /// Starts a server with extra services, and <paramref name="map"/> instead of <c>MapDarqService</c> when given (a
+    /// stand-in service, for example).
+    /// </summary>
+    public static async Task<DarqServer> StartAsync(int port, Action<IServiceCollection>? configureServices, Action<WebApplication>? map, params Darq[] darqs)
     {
         var registry = new DarqRegistry();
         foreach (var darq in darqs)
@@ -57,8 +69,17 @@ internal sealed class DarqServer : IAsyncDisposable
         }));
         builder.Services.AddSingleton<IDarqResolver>(registry);
         builder.Services.AddGrpc();
+        configureServices?.Invoke(builder.Services);
         var app = builder.Build();
-        app.MapDarqService();
+        if (map is null)
+        {
+            app.MapDarqService();
+        }
+        else
+        {
+            map(app);
+        }
+
         try
         {
             await app.StartAsync();
@@ -71,8 +92,6 @@ internal sealed class DarqServer : IAsyncDisposable
 
         return new DarqServer(app, registry, ((IPEndPoint)endpoint!.EndPoint).Port, logs);
     }
-
-    public static Task<DarqServer> StartAsync(params Darq[] darqs) => StartAsync(0, darqs);
 
     /// <summary>Stops the web server (its DARQs stay open; the caller owns them).</summary>
     public async Task StopAsync()

@@ -3,7 +3,7 @@ using Microsoft.Extensions.Logging;
 
 namespace Dse.Darq.Grpc;
 
-/// <summary>Source-generated log messages of DARQ over gRPC; event ids are stable (4100-4199).</summary>
+/// <summary>Source-generated log messages of DARQ over gRPC; event ids are stable (4100-4199, operator calls 4240-4249).</summary>
 internal static partial class DarqGrpcLog
 {
     [LoggerMessage(EventId = 4100, Level = LogLevel.Information,
@@ -29,4 +29,16 @@ internal static partial class DarqGrpcLog
     [LoggerMessage(EventId = 4110, Level = LogLevel.Warning,
         Message = "Remote producer {ProducerId} of DARQ '{Darq}': enqueue of sequence number {SequenceNumber} failed with {Status} (attempt {Attempt}); resending in {DelayMs} ms.")]
     public static partial void EnqueueRetrying(ILogger logger, long producerId, string darq, long sequenceNumber, StatusCode status, int attempt, long delayMs);
+
+    [LoggerMessage(EventId = 4240, Level = LogLevel.Warning,
+        Message = "DarqService.{Method} from {Peer} denied by DarqGrpcServiceOptions.AuthorizeOperatorCall.")]
+    public static partial void OperatorCallDenied(ILogger logger, string method, string peer);
+
+    [LoggerMessage(EventId = 4241, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}': operator at {Peer} retried parked destination '{Destination}' (was parked: {WasParked}).")]
+    public static partial void OperatorRetriedParkedDelivery(ILogger logger, string darq, string destination, bool wasParked, string peer);
+
+    [LoggerMessage(EventId = 4242, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}': operator at {Peer} discarded pending OUT message {Lsn}; it is never delivered.")]
+    public static partial void OperatorDiscardedOut(ILogger logger, string darq, long lsn, string peer);
 }

@@ -4,31 +4,37 @@ using Google.Protobuf;
 using Grpc.Core;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
 
 namespace Dse.Darq.Grpc;
 
 /// <summary>
 /// <c>dse.darq.v1.DarqService</c>: remote producers, a remote processor and OUT delivery for the DARQs an
 /// <see cref="IDarqResolver"/> hosts. Every refusal is a status naming what was wrong, and changes nothing
-/// (protos/dse/darq/v1/darq.proto lists the codes). Map it with <c>endpoints.MapDarqService()</c>.
+/// (protos/dse/darq/v1/darq.proto lists the codes). Map it with <c>endpoints.MapDarqService()</c>. The operator calls
+/// (parked deliveries) answer only when <see cref="DarqGrpcServiceOptions.EnableOperatorCalls"/> is on.
 /// </summary>
 public sealed class DarqGrpcService : DarqService.DarqServiceBase
 {
     private readonly IDarqResolver _resolver;
     private readonly ILogger _logger;
     private readonly CancellationToken _serverStopping;
+    private readonly DarqGrpcServiceOptions _options;
 
     /// <summary>Creates the service over the DARQs a resolver finds.</summary>
     /// <param name="resolver">Finds DARQs by name.</param>
     /// <param name="logger">The service's logger.</param>
     /// <param name="lifetime">When given, processor streams end (UNAVAILABLE) as the host starts stopping, so they do not hold its shutdown.</param>
-    public DarqGrpcService(IDarqResolver resolver, ILogger<DarqGrpcService> logger, IHostApplicationLifetime? lifetime = null)
+    /// <param name="options">The service's options; <see langword="null"/> for the defaults (operator calls disabled).</param>
+    public DarqGrpcService(IDarqResolver resolver, ILogger<DarqGrpcService> logger, IHostApplicationLifetime? lifetime = null,
+        IOptions<DarqGrpcServiceOptions>? options = null)
     {
         ArgumentNullException.ThrowIfNull(resolver);
         ArgumentNullException.ThrowIfNull(logger);
         _resolver = resolver;
         _logger = logger;
         _serverStopping = lifetime?.ApplicationStopping ?? CancellationToken.None;
+        _options = options?.Value ?? new DarqGrpcServiceOptions();
     }
 
     /// <inheritdoc />
@@ -365,6 +371,100 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
         {
             throw Refuse(method, status);
+        }
+    }
+
+    /// <inheritdoc />
+    public override async Task<ListParkedDeliveriesReply> ListParkedDeliveries(ListParkedDeliveriesRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(ListParkedDeliveries);
+        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
+        var darq = Resolve(method, request.Darq);
+        var reply = new ListParkedDeliveriesReply { PendingOutCount = darq.PendingOutCount };
+        foreach (var parked in darq.ParkedDeliveries)
+        {
+            reply.Parked.Add(new ParkedDelivery
+            {
+                Destination = parked.Destination,
+                Lsn = parked.Lsn,
+                Reason = parked.Reason,
+                ParkedAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTimeOffset(parked.ParkedAt),
+                Refusals = parked.Refusals,
+            });
+        }
+
+        return reply;
+    }
+
+    /// <inheritdoc />
+    public override async Task<RetryParkedDeliveryReply> RetryParkedDelivery(RetryParkedDeliveryRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(RetryParkedDelivery);
+        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
+        var darq = Resolve(method, request.Darq);
+        if (string.IsNullOrEmpty(request.Destination))
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "destination is empty; name the parked destination to retry (ListParkedDeliveries lists them)."));
+        }
+
+        // Not parked (never, or retried meanwhile, by the automatic retry say) is not an error: nothing to do.
+        bool retried = darq.RetryParkedDelivery(request.Destination);
+        DarqGrpcLog.OperatorRetriedParkedDelivery(_logger, darq.Name, request.Destination, retried, context.Peer);
+        return new RetryParkedDeliveryReply { Retried = retried };
+    }
+
+    /// <inheritdoc />
+    public override async Task<DiscardOutReply> DiscardOut(DiscardOutRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(DiscardOut);
+        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
+        var darq = Resolve(method, request.Darq);
+        if (request.Lsn < 0)
+        {
+            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"lsn is {request.Lsn}; an LSN is never negative."));
+        }
+
+        bool discarded;
+        try
+        {
+            discarded = await darq.DiscardOutAsync(request.Lsn, context.CancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+
+        if (!discarded)
+        {
+            throw Refuse(method, DarqRpcErrors.NotPendingOut(method, darq.Name, request.Lsn));
+        }
+
+        DarqGrpcLog.OperatorDiscardedOut(_logger, darq.Name, request.Lsn, context.Peer);
+        return new DiscardOutReply { CommittedUntil = darq.CommittedUntilAddress };
+    }
+
+    /// <summary>
+    /// Refuses an operator call unless <see cref="DarqGrpcServiceOptions.EnableOperatorCalls"/> is on (UNIMPLEMENTED) and
+    /// <see cref="DarqGrpcServiceOptions.AuthorizeOperatorCall"/>, if set, allows it (PERMISSION_DENIED); before any DARQ is
+    /// looked up, so a refused caller learns nothing about them.
+    /// </summary>
+    private async ValueTask AuthorizeOperatorCallAsync(string method, ServerCallContext context)
+    {
+        if (!_options.EnableOperatorCalls)
+        {
+            throw Refuse(method, DarqRpcErrors.OperatorCallsDisabled(method));
+        }
+
+        if (_options.AuthorizeOperatorCall is { } authorize && !await authorize(context).ConfigureAwait(false))
+        {
+            DarqGrpcLog.OperatorCallDenied(_logger, method, context.Peer);
+            throw Refuse(method, DarqRpcErrors.PermissionDenied(method, "the application's DarqGrpcServiceOptions.AuthorizeOperatorCall refused this caller."));
         }
     }
 

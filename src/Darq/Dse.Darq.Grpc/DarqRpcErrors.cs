@@ -9,7 +9,7 @@ namespace Dse.Darq.Grpc;
 /// </summary>
 public static class DarqRpcErrors
 {
-    /// <summary>Trailer naming the kind of refusal (<see cref="StaleIncarnation"/>, <see cref="StepRejected"/>, <see cref="MessageRefused"/>) or <see cref="NotDurable"/>.</summary>
+    /// <summary>Trailer naming the kind of refusal (<see cref="StaleIncarnation"/>, <see cref="StepRejected"/>, <see cref="MessageRefused"/>, <see cref="NotSpeculative"/>, <see cref="NotPending"/>) or <see cref="NotDurable"/>.</summary>
     public const string ErrorKey = "dse-darq-error";
 
     /// <summary>Trailer: the DARQ's name.</summary>
@@ -51,6 +51,12 @@ public static class DarqRpcErrors
     /// speculate generally: it refuses every such delivery until one side's configuration changes.
     /// </summary>
     public const string NotSpeculative = "not-speculative";
+
+    /// <summary>
+    /// Value of <see cref="ErrorKey"/> (status NOT_FOUND, with <see cref="LsnKey"/>) for a <c>DiscardOut</c> of an LSN at
+    /// which no OUT message is pending: acknowledged, discarded already, rolled back, or never one.
+    /// </summary>
+    public const string NotPending = "not-pending";
 
     /// <summary>Value of <see cref="ErrorKey"/> for a <see cref="DarqStaleIncarnationException"/>.</summary>
     public const string StaleIncarnation = "stale-incarnation";
@@ -162,6 +168,25 @@ public static class DarqRpcErrors
     /// <summary>NOT_FOUND for a DARQ name the server does not host.</summary>
     internal static RpcException UnknownDarq(string method, string darq) =>
         new(new Status(StatusCode.NotFound, $"{method}: this server hosts no DARQ named '{darq}'."));
+
+    /// <summary>NOT_FOUND with <see cref="ErrorKey"/> <see cref="NotPending"/>: no OUT message is pending at <paramref name="lsn"/>.</summary>
+    internal static RpcException NotPendingOut(string method, string darq, long lsn) => new(
+        new Status(StatusCode.NotFound,
+            $"{method}: DARQ '{darq}' has no pending OUT message at LSN {lsn} (acknowledged, discarded already, rolled back, or never an OUT message); nothing was discarded."),
+        new Metadata
+        {
+            { ErrorKey, NotPending },
+            { DarqKey, darq },
+            { LsnKey, lsn.ToString(CultureInfo.InvariantCulture) },
+        });
+
+    /// <summary>UNIMPLEMENTED for an operator call to a server that has them disabled.</summary>
+    internal static RpcException OperatorCallsDisabled(string method) => new(new Status(StatusCode.Unimplemented,
+        $"{method}: operator calls are disabled on this server; the hosting application enables them with DarqGrpcServiceOptions.EnableOperatorCalls."));
+
+    /// <summary>PERMISSION_DENIED: the application's check refused the caller.</summary>
+    internal static RpcException PermissionDenied(string method, string message) =>
+        new(new Status(StatusCode.PermissionDenied, $"{method}: {message}"));
 
     /// <summary>INVALID_ARGUMENT naming the field and what was wrong with it.</summary>
     internal static RpcException InvalidArgument(string method, string message) =>
