@@ -98,11 +98,16 @@ public sealed partial class Darq
                     return;
                 }
 
+                // A commit that LibDse does not follow with a prune (its first one, or one heard before the records were
+                // read back at recovery) changes the count too: recount before waiting.
                 ThrowIfDisposed();
-                await WaitForRoomAsync(freed, dse, cancellationToken).ConfigureAwait(false);
-
-                // A commit that LibDse does not follow with a prune (its first one) changes the count too.
                 await RecountAsync(cancellationToken).ConfigureAwait(false);
+                if (Volatile.Read(ref _held) == 0)
+                {
+                    return;
+                }
+
+                await WaitForRoomAsync(freed, dse, cancellationToken).ConfigureAwait(false);
             }
         }
         finally
@@ -231,9 +236,10 @@ public sealed partial class Darq
         long now = time.GetTimestamp();
         if (hold)
         {
-            Volatile.Write(ref _held, 1);
-            _holdStarted = now;
+            // The episode's count first: a waiter that sees the hold counts itself in it.
             Volatile.Write(ref _heldInEpisode, 0);
+            _holdStarted = now;
+            Volatile.Write(ref _held, 1);
             _holdWarned = _lastHoldWarning == 0 || time.GetElapsedTime(_lastHoldWarning, now) >= HoldWarningInterval;
             if (_holdWarned)
             {
