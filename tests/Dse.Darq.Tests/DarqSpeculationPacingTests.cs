@@ -211,6 +211,27 @@ public sealed class DarqSpeculationPacingTests
         Assert.Null(a.DseStateObject!.Fault);
     }
 
+    [Fact]
+    public async Task Dispose_WhileAnEnqueueIsHeld_TheEnqueueFailsAndDisposeCompletes()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        const string name = "pace-dispose";
+        var coordinator = new ClusterCoordinator();
+        using var held = new HeldActions(name);
+        var a = await new DarqTestStorage().OpenAsync(Paced(name, coordinator, TimeSpan.FromMinutes(10), o => o.MaxUncommittedVersions = 1));
+        await using var b = await PauseCoordinatorForAsync(a, coordinator, guard.Token);
+        await a.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        Assert.True(a.IsBackpressured);
+
+        var enqueue = a.EnqueueAsync(5, 1, "x".Bytes(), guard.Token).AsTask();
+        var room = a.WaitForSpeculationRoomAsync(guard.Token).AsTask();
+        await held.WaitAsync(2, guard.Token);
+        await a.DisposeAsync().AsTask().WaitAsync(guard.Token);
+
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => enqueue.WaitAsync(guard.Token));
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => room.WaitAsync(guard.Token));
+    }
+
     [Theory]
     [InlineData(nameof(DarqOptions.MaxUncommittedVersions), 0)]
     [InlineData(nameof(DarqOptions.MaxUncommittedVersions), DarqOptions.MaxUncommittedVersionsLimit + 1)]

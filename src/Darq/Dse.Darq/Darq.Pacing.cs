@@ -71,6 +71,7 @@ public sealed partial class Darq
     /// which backpressure does not hold back, so such a driver waits here before each advance.
     /// </summary>
     /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <returns>A task that completes once there is room, or at once when the StateObject faulted (its next use throws).</returns>
     /// <exception cref="ObjectDisposedException">The DARQ was disposed while waiting.</exception>
     public ValueTask WaitForSpeculationRoomAsync(CancellationToken cancellationToken = default)
         => _dse is { } dse ? PaceAsync(dse, cancellationToken) : ValueTask.CompletedTask;
@@ -92,15 +93,20 @@ public sealed partial class Darq
             {
                 // The signal first: a release after this read completes it.
                 var freed = Volatile.Read(ref _roomFreed).Task;
-                if (Volatile.Read(ref _held) == 0 || dse.Fault is not null)
+                if (Volatile.Read(ref _held) == 0)
                 {
-                    // Not held, or the StateObject faulted (or was disposed): the action's start reports that.
+                    return;
+                }
+
+                ThrowIfDisposed();
+                if (dse.Fault is not null)
+                {
+                    // The action's start reports the fault.
                     return;
                 }
 
                 // A commit that LibDse does not follow with a prune (its first one, or one heard before the records were
                 // read back at recovery) changes the count too: recount before waiting.
-                ThrowIfDisposed();
                 await RecountAsync(cancellationToken).ConfigureAwait(false);
                 if (Volatile.Read(ref _held) == 0)
                 {
