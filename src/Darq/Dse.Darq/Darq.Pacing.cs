@@ -37,6 +37,9 @@ public sealed partial class Darq
     /// <summary>Persisted versions the coordinator has not committed (records after the committed one); written under the gate.</summary>
     private int _uncommittedVersions;
 
+    /// <summary>The committed version (as last heard) <see cref="_uncommittedVersions"/> was counted against; read without the gate.</summary>
+    private long _countedAgainst;
+
     /// <summary>1 while new actions wait (backpressure); written under the gate (<see cref="EvaluateHold"/>), read without it.</summary>
     private int _held;
 
@@ -106,11 +109,14 @@ public sealed partial class Darq
                 }
 
                 // A commit that LibDse does not follow with a prune (its first one, or one heard before the records were
-                // read back at recovery) changes the count too: recount before waiting.
-                await RecountAsync(cancellationToken).ConfigureAwait(false);
-                if (Volatile.Read(ref _held) == 0)
+                // read back at recovery) changes the count too: recount before waiting, once per commit heard.
+                if (dse.CommittedVersion != Volatile.Read(ref _countedAgainst))
                 {
-                    return;
+                    await RecountAsync(cancellationToken).ConfigureAwait(false);
+                    if (Volatile.Read(ref _held) == 0)
+                    {
+                        return;
+                    }
                 }
 
                 await WaitForRoomAsync(freed, dse, cancellationToken).ConfigureAwait(false);
@@ -204,6 +210,7 @@ public sealed partial class Darq
     private int CountUncommitted()
     {
         long committed = _dse?.CommittedVersion ?? 0;
+        Volatile.Write(ref _countedAgainst, committed);
         int count = 0;
         for (int i = _versions.Count - 1; i >= 0 && _versions[i].Version > committed; i--)
         {
