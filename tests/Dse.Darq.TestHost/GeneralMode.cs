@@ -110,7 +110,7 @@ internal static class GeneralMode
 
         using var stop = new CancellationTokenSource();
         var processing = ProcessAsync(darq, role, count, output, stop.Token);
-        var versions = new VersionDriver(darq.DseStateObject!, errors);
+        var versions = new VersionDriver(darq, errors);
         versions.Automatic();
 
         // Commands until standard input closes (or the kill).
@@ -153,19 +153,16 @@ internal static class GeneralMode
 
     /// <summary>
     /// Advances the StateObject's version every <see cref="Period"/> while automatic (the group commit, driven here so that
-    /// the test can stop it: with versions held, a crash loses everything since the last one). Never more than
-    /// <see cref="MaxUncommitted"/> of the versions it persisted stand outside the boundary: a DARQ keeps a record of each
-    /// uncommitted version in its commit cookie, which has bounded room, so a storage slower than the period (page blobs on
-    /// a loaded machine) must slow the advances down rather than let the records pile up until commits are refused.
+    /// the test can stop it: with versions held, a crash loses everything since the last one). The DARQ's backpressure
+    /// holds its actions back while the coordinator lags (a storage slower than the period: page blobs on a loaded
+    /// machine), but an explicit advance persists a version even when nothing changed, so the driver waits for the DARQ's
+    /// room before each advance, as <see cref="Darq.WaitForSpeculationRoomAsync"/> says.
     /// </summary>
-    private sealed class VersionDriver(StateObject state, TextWriter errors)
+    private sealed class VersionDriver(Darq darq, TextWriter errors)
     {
         private static readonly TimeSpan Period = TimeSpan.FromMilliseconds(20);
-        private const int MaxUncommitted = 16;
 
-        // The versions this driver persisted that the coordinator had not committed when last looked at, oldest first.
-        // Only the loop touches it (one loop at a time: ManualAsync waits for the previous one to end).
-        private readonly Queue<(long Version, long WorldLine)> _uncommitted = new();
+        private readonly StateObject _state = darq.DseStateObject!;
         private CancellationTokenSource? _stop;
         private Task _loop = Task.CompletedTask;
 
@@ -202,34 +199,16 @@ internal static class GeneralMode
                 {
                     await Task.Delay(Period, cancellationToken);
 
-                    // Committed, or from an earlier world-line (committed or rolled back since): no longer outstanding.
-                    while (_uncommitted.TryPeek(out var oldest) && (state.CommittedVersion >= oldest.Version || state.WorldLine != oldest.WorldLine))
-                    {
-                        _uncommitted.Dequeue();
-                    }
-
-                    if (_uncommitted.Count >= MaxUncommitted)
-                    {
-                        // Deadlock-free: a version depends only on versions at or below its number (commit ordering), and
-                        // the driver waiting on the lowest number is never behind one of its dependencies' owners: an owner
-                        // still at that dependency is free to advance (it waits, if at all, on a lower number).
-                        var (version, worldLine) = _uncommitted.Peek();
-                        await state.WaitForCommitAsync(version, worldLine, cancellationToken);
-                        continue;
-                    }
-
-                    (long Version, long WorldLine) current = (state.CurrentVersion, state.WorldLine);
-                    await state.AdvanceVersionAsync(CancellationToken.None);
-                    _uncommitted.Enqueue(current);
+                    // Deadlock-free: a hold needs an uncommitted version of this DARQ. The lowest uncommitted version in the
+                    // cluster depends only on versions at or below its number (commit ordering); an owner still at such a
+                    // version could be held only by an uncommitted version below it, lower than the lowest: so it is not
+                    // held, and advances.
+                    await darq.WaitForSpeculationRoomAsync(cancellationToken);
+                    await _state.AdvanceVersionAsync(CancellationToken.None);
                 }
                 catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
                 {
                     return;
-                }
-                catch (DseRolledBackException)
-                {
-                    // The versions waited for were rolled back: none of them will be committed.
-                    _uncommitted.Clear();
                 }
                 catch (Exception e) when (e is not OutOfMemoryException)
                 {

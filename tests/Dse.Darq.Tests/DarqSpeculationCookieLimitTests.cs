@@ -25,11 +25,17 @@ public sealed class DarqSpeculationCookieLimitTests
         await b.WaitForDeliveredAsync(sent.OutLsns[0], guard.Token);
 
         // Each version held keeps a record, with an undo entry per producer that changed since it (the test storage
-        // allows 16 producers; B, as a source, is one of them).
+        // allows 16 producers; B, as a source, is one of them). Backpressure holds enqueues back once the records reach
+        // their budget, but not explicit version advances: a caller that advances on its own (without
+        // WaitForSpeculationRoomAsync) still fills the commit records.
         InvalidOperationException? refused = null;
-        for (int i = 1; i <= 400 && refused is null; i++)
+        for (int i = 1; i <= 2000 && refused is null; i++)
         {
-            await a.EnqueueAsync(1 + (i % 15), i, "x".Bytes(), guard.Token);
+            if (!a.IsBackpressured)
+            {
+                await a.EnqueueAsync(1 + (i % 15), i, "x".Bytes(), guard.Token);
+            }
+
             try
             {
                 await a.DseStateObject!.AdvanceVersionAsync(guard.Token);

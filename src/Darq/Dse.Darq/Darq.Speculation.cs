@@ -88,6 +88,8 @@ public sealed partial class Darq
         var (version, worldLine) = await FindRecoverableVersionAsync(dse, address, inAction: false, cancellationToken).ConfigureAwait(false);
         if (version == NoVersion)
         {
+            // A local action dirties the version: under backpressure it would make LibDse persist one more.
+            await PaceAsync(dse, cancellationToken).ConfigureAwait(false);
             await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
             try
             {
@@ -192,6 +194,7 @@ public sealed partial class Darq
         _recoveredGeneral = state.General;
         _voided.AddRange(state.Voided);
         _versions.AddRange(state.Versions);
+        RecountSpeculation(freed: false);
     }
 
     private bool IsVoided(long address)
@@ -213,36 +216,62 @@ public sealed partial class Darq
     /// <summary>General speculation: a producer's table entry changes; versions that can still be restored remember its old value. Under the gate.</summary>
     private void NoteProducerChange(long producerId, long oldValue)
     {
+        int added = 0;
         foreach (var record in _versions)
         {
-            record.Undo.TryAdd(producerId, oldValue);
+            if (record.Undo.TryAdd(producerId, oldValue))
+            {
+                added++;
+            }
+        }
+
+        if (added > 0)
+        {
+            NoteUndoGrowth(added);
         }
     }
 
-    /// <summary>Runs <paramref name="body"/> in a LibDse action consuming <paramref name="header"/>; returns its result and the action's header.</summary>
+    /// <summary>
+    /// Runs <paramref name="body"/> in a LibDse action consuming <paramref name="header"/>; returns its result and the
+    /// action's header. Waits first while backpressure holds new actions (Darq.Pacing.cs); a body that finds no room for a
+    /// producer change (before appending anything) ends the action, waits for room and starts over.
+    /// </summary>
     private async ValueTask<(T Result, DseHeader Header)> InActionAsync<T>(DseHeader header, Func<CancellationToken, ValueTask<T>> body,
         CancellationToken cancellationToken)
     {
         var dse = _dse!;
-        if (!await dse.StartActionAsync(header, cancellationToken).ConfigureAwait(false))
+        while (true)
         {
-            DarqLog.MessageRefused(_logger, Name, header.WorldLine, dse.WorldLine);
-            DarqInstrumentation.MessagesRefused.Add(1, _tag);
-            throw new DarqMessageRefusedException(Name, header.WorldLine, dse.WorldLine);
-        }
+            await PaceAsync(dse, cancellationToken).ConfigureAwait(false);
+            if (!await dse.StartActionAsync(header, cancellationToken).ConfigureAwait(false))
+            {
+                DarqLog.MessageRefused(_logger, Name, header.WorldLine, dse.WorldLine);
+                DarqInstrumentation.MessagesRefused.Add(1, _tag);
+                throw new DarqMessageRefusedException(Name, header.WorldLine, dse.WorldLine);
+            }
 
-        T result;
-        try
-        {
-            result = await body(cancellationToken).ConfigureAwait(false);
-        }
-        catch
-        {
-            dse.EndAction();
-            throw;
-        }
+            T result;
+            try
+            {
+                result = await body(cancellationToken).ConfigureAwait(false);
+            }
+            catch (SpeculationRoomException noRoom)
+            {
+                // Nothing was appended. Ending the action dirties the version (LibDse persists it once more): the reserve
+                // behind the hard limit covers that record.
+                dse.EndAction();
+                DarqInstrumentation.HeldActions.Add(1, _tag);
+                await WaitForRoomAsync(noRoom.RoomFreed, dse, cancellationToken).ConfigureAwait(false);
+                continue;
+            }
+            catch
+            {
+                dse.EndAction();
+                throw;
+            }
 
-        return (result, dse.EndAction());
+            return (result, dse.EndAction());
+        }
     }
 
     private ValueTask<(DarqEnqueueResult Result, DseHeader Header)> ReceiveInActionAsync(DarqDelivery delivery, CancellationToken cancellationToken)
@@ -289,6 +318,7 @@ public sealed partial class Darq
         // inside an action while the entry is still pending, so an entry voided by a restore never leaves under the new
         // world-line.
         bool stillPending;
+        await PaceAsync(dse, cancellationToken).ConfigureAwait(false);
         await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
         DseHeader header;
         try
@@ -341,7 +371,9 @@ public sealed partial class Darq
             return false;
         }
 
-        // The acknowledgement depends on the destination's state: record it inside an action consuming its header.
+        // The acknowledgement depends on the destination's state: record it inside an action consuming its header. Under
+        // backpressure it waits (the message stays pending; if this is cancelled, a later pass resends it, deduplicated).
+        await PaceAsync(dse, cancellationToken).ConfigureAwait(false);
         if (!await dse.StartActionAsync(replyHeader, cancellationToken).ConfigureAwait(false))
         {
             DarqLog.MessageRefused(_logger, Name, replyHeader.WorldLine, dse.WorldLine);
@@ -407,6 +439,7 @@ public sealed partial class Darq
             return false;
         }
 
+        await PaceAsync(dse, cancellationToken).ConfigureAwait(false);
         await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
         try
         {
@@ -467,6 +500,7 @@ public sealed partial class Darq
                 Metadata = metadata.ToArray(),
             };
             _versions.Add(record);
+            NoteVersionPersisted(record);
 
             // The next commit must carry the new record even if no entry was appended since the last one.
             _lastCommitTail = -1;
@@ -579,6 +613,7 @@ public sealed partial class Darq
 
             long begin = _log.BeginAddress;
             _voided.RemoveAll(v => v.Until < begin);
+            RecountSpeculation(freed: true);
         }
         finally
         {
@@ -660,6 +695,7 @@ public sealed partial class Darq
                     }
                 }
 
+                RecountSpeculation(freed: true);
                 var cookie = CaptureState().Serialize();
                 pending = _log.CommitStronglyAsync(cookie, -1, CancellationToken.None);
                 _lastCommitTail = waitFor;

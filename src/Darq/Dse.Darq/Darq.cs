@@ -466,6 +466,11 @@ public sealed partial class Darq : IAsyncDisposable
                 $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused.");
         }
 
+        if (_dse is not null)
+        {
+            EnsureUndoRoom(producerId);
+        }
+
         return false;
     }
 

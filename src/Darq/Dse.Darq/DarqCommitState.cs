@@ -41,14 +41,23 @@ internal sealed class DarqCommitState
     /// <summary>Room the speculation section may take in a commit record beyond <see cref="MaxSize"/>.</summary>
     public const int SpeculationRoom = 16 * 1024;
 
+    /// <summary>
+    /// Room the speculation section keeps free, past the budget that holds new actions back (DarqOptions.MaxSpeculationBytes),
+    /// for the version records persisted after that; a producer change that would leave less than this is held too.
+    /// </summary>
+    public const int RecordReserve = 2 * 1024;
+
     public static int MaxSize(int maxProducers) => FixedSize + (16 * maxProducers) + 8 + 8;
 
-    private int SpeculationSize()
+    private int SpeculationSize() => SpeculationSize(Voided, Versions);
+
+    /// <summary>The bytes the speculation section takes with these voided ranges and version records (at most <see cref="SpeculationRoom"/> fit).</summary>
+    public static int SpeculationSize(List<(long From, long Until)> voided, List<DarqVersionRecord> versions)
     {
-        int size = 8 + (16 * Voided.Count);
-        foreach (var v in Versions)
+        int size = 8 + (16 * voided.Count);
+        foreach (var v in versions)
         {
-            size += DarqVersionRecord.FixedSize + v.Metadata.Length + (16 * v.Undo.Count);
+            size += v.Size;
         }
 
         return size;

@@ -61,6 +61,14 @@ public static class DarqInstrumentation
     /// <summary>General speculation: restores that voided part of the log.</summary>
     internal static readonly Counter<long> Rollbacks = Meter.CreateCounter<long>("dse.darq.rollbacks", "{rollback}", "Restores that voided the log after a version (general speculation).");
 
+    /// <summary>General speculation: actions that waited because the coordinator's commits lagged (backpressure).</summary>
+    internal static readonly Counter<long> HeldActions = Meter.CreateCounter<long>("dse.darq.speculation.held", "{action}",
+        "Actions that waited for the coordinator to commit before starting (general speculation backpressure).");
+
+    /// <summary>General speculation: how long each held action waited.</summary>
+    internal static readonly Histogram<double> HoldDuration = Meter.CreateHistogram<double>("dse.darq.speculation.hold.duration", "ms",
+        "Time an action waited for the coordinator to commit before starting (general speculation backpressure).");
+
     /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
     internal static readonly Counter<long> MessagesRefused = Meter.CreateCounter<long>("dse.darq.messages.refused", "{message}", "Messages or acknowledgements refused for a lower world-line (general speculation).");
 }

@@ -95,6 +95,35 @@ public sealed class DarqOptions
     /// <summary>General speculation: the coordinator the StateObject connects to when the DARQ opens. Required then.</summary>
     public IDseCoordinator? Coordinator { get; set; }
 
+    /// <summary>
+    /// General speculation: new actions (enqueue, receive, step, registration, checkpoint, acknowledgement, the barrier's
+    /// local action) wait while this many persisted versions are not yet committed by the coordinator; they proceed once
+    /// the coordinator commits and the versions are pruned. The version under way when the wait starts is still
+    /// persisted, so at most one more stands. Default 64; between 1 and <see cref="MaxUncommittedVersionsLimit"/>.
+    /// </summary>
+    public int MaxUncommittedVersions { get; set; } = 64;
+
+    /// <summary>The largest <see cref="MaxUncommittedVersions"/> accepted.</summary>
+    public const int MaxUncommittedVersionsLimit = 4096;
+
+    /// <summary>
+    /// General speculation: new actions also wait while the speculation section of the commit record (the uncommitted
+    /// versions' records with their deduplication undo tables, and voided ranges) takes at least this many bytes. The
+    /// section has <see cref="SpeculationRoom"/> bytes; what is above this budget is headroom for actions already under
+    /// way and the versions they persist. Default 8 KiB; between <see cref="MinSpeculationBytes"/> and
+    /// <see cref="MaxSpeculationBytesLimit"/>.
+    /// </summary>
+    public int MaxSpeculationBytes { get; set; } = 8 * 1024;
+
+    /// <summary>The room of the speculation section of a commit record, in bytes (general speculation).</summary>
+    public const int SpeculationRoom = DarqCommitState.SpeculationRoom;
+
+    /// <summary>The smallest <see cref="MaxSpeculationBytes"/> accepted.</summary>
+    public const int MinSpeculationBytes = 1024;
+
+    /// <summary>The largest <see cref="MaxSpeculationBytes"/> accepted: <see cref="SpeculationRoom"/> less 4 KiB of headroom.</summary>
+    public const int MaxSpeculationBytesLimit = SpeculationRoom - (2 * DarqCommitState.RecordReserve);
+
     /// <summary>The clock of the background commit and delivery loops. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
@@ -162,6 +191,19 @@ public sealed class DarqOptions
         if (!Enum.IsDefined(Speculation))
         {
             throw new ArgumentOutOfRangeException(nameof(Speculation), Speculation, "DarqOptions.Speculation must be Off, IntraParticipant or General.");
+        }
+
+        if (MaxUncommittedVersions is < 1 or > MaxUncommittedVersionsLimit)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxUncommittedVersions), MaxUncommittedVersions,
+                $"DarqOptions.MaxUncommittedVersions must be between 1 and {MaxUncommittedVersionsLimit}.");
+        }
+
+        if (MaxSpeculationBytes is < MinSpeculationBytes or > MaxSpeculationBytesLimit)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxSpeculationBytes), MaxSpeculationBytes,
+                $"DarqOptions.MaxSpeculationBytes must be between {MinSpeculationBytes} and {MaxSpeculationBytesLimit} bytes " +
+                $"(the commit record's {SpeculationRoom}-byte speculation section less 4 KiB of headroom).");
         }
 
         if (Speculation == DarqSpeculationMode.General && (Dse is null || Coordinator is null))

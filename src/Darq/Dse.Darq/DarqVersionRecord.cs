@@ -39,6 +39,9 @@ internal sealed class DarqVersionRecord
     public int DurableFlag;
 #pragma warning restore SA1401
 
+    /// <summary>The bytes the record takes in the commit cookie.</summary>
+    public int Size => FixedSize + Metadata.Length + (16 * Undo.Count);
+
     public int WriteTo(Span<byte> span)
     {
         BinaryPrimitives.WriteInt64LittleEndian(span, Version);
