@@ -596,20 +596,21 @@ public sealed partial class Darq : IAsyncDisposable
 
     /// <summary>
     /// Awaits a commit wait, or fails with the commit manager's <see cref="IOException"/> when commit-record writes keep
-    /// failing (the commit wait alone would then not end until the device recovers).
+    /// failing (the commit wait alone would then not end until the device recovers); a failure caused by another instance
+    /// taking the storage over is a <see cref="StorageFencedException"/>.
     /// </summary>
     private async ValueTask UntilCommitFailureAsync(ValueTask commitWait)
     {
-        if (commitWait.IsCompleted)
-        {
-            await commitWait.ConfigureAwait(false);
-            return;
-        }
-
-        var wait = commitWait.AsTask();
-        var failure = _commitManager.Failure;
         try
         {
+            if (commitWait.IsCompleted)
+            {
+                await commitWait.ConfigureAwait(false);
+                return;
+            }
+
+            var wait = commitWait.AsTask();
+            var failure = _commitManager.Failure;
             if (await Task.WhenAny(wait, failure).ConfigureAwait(false) == failure)
             {
                 // The abandoned wait may still fault (the log is disposed later); observe it.
