@@ -88,7 +88,7 @@ public abstract class DarqDeviceRecoveryTests : IAsyncLifetime
         }
 
         await EnqueueAsync(crashed.Darq, 31, count);
-        crashed.Crash();
+        await crashed.CrashAsync();
 
         await using (var darq = await OpenAsync())
         {
@@ -158,7 +158,7 @@ public abstract class DarqDeviceRecoveryTests : IAsyncLifetime
             }
 
             Output.WriteLine($"round {round}: crash after {operations} operations, durable up to {durableUpTo}, sum state {sum.Totals}");
-            crashed.Crash();
+            await crashed.CrashAsync();
         }
 
         await using (var darq = await OpenAsync())
@@ -238,16 +238,19 @@ public abstract class DarqDeviceRecoveryTests : IAsyncLifetime
         Assert.Equal((count, count * (count + 1) / 2, 0L, 0L), (state.Count, state.Sum, state.Duplicates, state.Missing));
     }
 
-    /// <summary>An instance over fault-injecting devices; <see cref="Crash"/> cuts both and drops it without dispose.</summary>
+    /// <summary>An instance over fault-injecting devices; <see cref="CrashAsync"/> cuts both and drops it without dispose.</summary>
     private sealed class Crashable(DarqDeviceRecoveryTests owner, Darq darq, FaultInjectingDevice log, FaultInjectingDevice commit)
     {
         public Darq Darq { get; } = darq;
 
-        public void Crash()
+        public async Task CrashAsync()
         {
             log.CutNow();
             commit.CutNow();
             owner._dropped.Add(Darq);
+
+            // What the dead process's kernel would do: its local file locks go (page blob leases stay, to be broken).
+            await Darq.ReleaseFencesAsProcessExitWouldAsync();
         }
     }
 

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Dse.Storage;
 using FASTER.core;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -122,8 +123,11 @@ public sealed partial class Darq : IAsyncDisposable
         int legacyMetadata = DarqCommitState.MaxSize(options.MaxProducers) + 4096;
         int maxMetadata = legacyMetadata + DarqCommitState.SpeculationRoom;
         DarqCommitManager commitManager;
+        StorageFence[] fences = [];
         try
         {
+            // Before anything is read: an instance still writing must be fenced before recovery sees the storage.
+            fences = await AcquireFencesAsync(options, loggerFactory, cancellationToken).ConfigureAwait(false);
             commitManager = await DarqCommitManager.OpenAsync(options.CommitDevice!, maxMetadata, legacyMetadata, options.OwnsDevices, logger, options.Name)
                 .ConfigureAwait(false);
         }
@@ -134,6 +138,7 @@ public sealed partial class Darq : IAsyncDisposable
                 DisposeDevices(options.CommitDevice!, options.LogDevice!);
             }
 
+            await ReleaseFencesAsync(fences).ConfigureAwait(false);
             throw;
         }
 
@@ -153,7 +158,7 @@ public sealed partial class Darq : IAsyncDisposable
                 AutoCommit = false,
             };
             log = new FasterLog(settings, (ILogger?)null);
-            var darq = new Darq(options, log, commitManager, logger);
+            var darq = new Darq(options, log, commitManager, logger) { _fences = fences };
             await darq.RecoverAsync(cancellationToken).ConfigureAwait(false);
             if (options.Speculation == DarqSpeculationMode.General)
             {
@@ -189,6 +194,8 @@ public sealed partial class Darq : IAsyncDisposable
                 {
                     options.LogDevice!.Dispose();
                 }
+
+                await ReleaseFencesAsync(fences).ConfigureAwait(false);
             }
 
             throw;
@@ -343,6 +350,8 @@ public sealed partial class Darq : IAsyncDisposable
             _gate.Release();
         }
 
+        // Last: nothing of this instance writes any more.
+        await ReleaseFencesAsync(_fences).ConfigureAwait(false);
         _stopping.Dispose();
     }
 
@@ -355,7 +364,11 @@ public sealed partial class Darq : IAsyncDisposable
         }
     }
 
-    private void ThrowIfDisposed() => ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+    private void ThrowIfDisposed()
+    {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        ThrowIfFenced();
+    }
 
     private ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
         CancellationToken cancellationToken)
@@ -583,26 +596,35 @@ public sealed partial class Darq : IAsyncDisposable
 
     /// <summary>
     /// Awaits a commit wait, or fails with the commit manager's <see cref="IOException"/> when commit-record writes keep
-    /// failing (the commit wait alone would then not end until the device recovers).
+    /// failing (the commit wait alone would then not end until the device recovers); a failure caused by another instance
+    /// taking the storage over is a <see cref="StorageFencedException"/>.
     /// </summary>
     private async ValueTask UntilCommitFailureAsync(ValueTask commitWait)
     {
-        if (commitWait.IsCompleted)
+        try
         {
-            await commitWait.ConfigureAwait(false);
-            return;
-        }
+            if (commitWait.IsCompleted)
+            {
+                await commitWait.ConfigureAwait(false);
+                return;
+            }
 
-        var wait = commitWait.AsTask();
-        var failure = _commitManager.Failure;
-        if (await Task.WhenAny(wait, failure).ConfigureAwait(false) == failure)
+            var wait = commitWait.AsTask();
+            var failure = _commitManager.Failure;
+            if (await Task.WhenAny(wait, failure).ConfigureAwait(false) == failure)
+            {
+                // The abandoned wait may still fault (the log is disposed later); observe it.
+                _ = wait.ContinueWith(static t => _ = t.Exception, CancellationToken.None, TaskContinuationOptions.OnlyOnFaulted, TaskScheduler.Default);
+                await failure.ConfigureAwait(false);
+            }
+
+            await wait.ConfigureAwait(false);
+        }
+        catch (Exception e) when (e is IOException or CommitFailureException && e is not StorageFencedException && FencedException() is { } fenced)
         {
-            // The abandoned wait may still fault (the log is disposed later); observe it.
-            _ = wait.ContinueWith(static t => _ = t.Exception, CancellationToken.None, TaskContinuationOptions.OnlyOnFaulted, TaskScheduler.Default);
-            await failure.ConfigureAwait(false);
+            // A log page write refused for fencing surfaces from FasterLog as a plain commit failure: say why.
+            throw fenced;
         }
-
-        await wait.ConfigureAwait(false);
     }
 
     private async ValueTask CommitCoreAsync(CancellationToken cancellationToken)
@@ -770,6 +792,12 @@ public sealed partial class Darq : IAsyncDisposable
             }
             catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
             {
+                return;
+            }
+            catch (Exception e) when (e is StorageFencedException || FencedException() is not null)
+            {
+                // Another instance owns the storage: committing again can never succeed.
+                DarqLog.CommitLoopFenced(_logger, e, Name);
                 return;
             }
             catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)

@@ -22,6 +22,8 @@ namespace Dse.Darq;
 /// faults the current <see cref="Failure"/> task (and installs a fresh one), so that callers waiting for a commit get a
 /// clear exception instead of waiting for the device forever, and a caller that starts waiting during an outage learns
 /// the outcome of the next attempt.</para>
+/// <para>A write the device refuses as <see cref="DeviceErrorCodes.Fenced"/> (another instance took the storage over) is
+/// not retried: it faults <see cref="Failure"/> with a <see cref="StorageFencedException"/> at once.</para>
 /// </remarks>
 internal sealed class DarqCommitManager : ILogCommitManager
 {
@@ -371,6 +373,17 @@ internal sealed class DarqCommitManager : ILogCommitManager
                 }
 
                 return;
+            }
+
+            if (error == DeviceErrorCodes.Fenced)
+            {
+                // Another instance owns the storage now: no retry can succeed, and waiting would only hide it.
+                DarqLog.CommitWriteFenced(_logger, _darqName, commitNum, _device.FileName);
+                var fenced = new StorageFencedException(
+                    $"DARQ '{_darqName}' was fenced: another instance took its storage over, and commit {commitNum} was refused by device " +
+                    $"'{_device.FileName}'. This instance can no longer commit; dispose it.");
+                Fail(fenced);
+                throw fenced;
             }
 
             // Log the first failures and then every power of two, not every retry of a long outage.

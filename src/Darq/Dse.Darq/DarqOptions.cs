@@ -20,6 +20,17 @@ public sealed class DarqOptions
     /// <summary>Whether disposing the DARQ disposes both devices. Default <see langword="true"/>.</summary>
     public bool OwnsDevices { get; set; } = true;
 
+    /// <summary>
+    /// Whether the DARQ takes exclusive ownership of its storage when it opens, and holds it until disposed
+    /// (<see cref="Dse.Storage.StorageFence"/> on both devices). Default <see langword="true"/>. On local files a second
+    /// open of the same files, in this process or another, is refused with a <see cref="Dse.Storage.StorageFencedException"/>
+    /// naming the lock file (the lock dies with the process, even by <c>kill -9</c>); on page blobs the new instance
+    /// takes the storage over (breaking the old instance's lease), and the old instance, if still running, is fenced: its
+    /// commits and appends fail with <see cref="Dse.Storage.StorageFencedException"/> and nothing it writes is kept.
+    /// Turn off only when something else guarantees a single owner.
+    /// </summary>
+    public bool ExclusiveStorage { get; set; } = true;
+
     /// <summary>FasterLog page size in bytes; a step (all its entries) must fit on one page. Default 1 MiB; a power of two, 4 KiB or more.</summary>
     public long PageSize { get; set; } = 1L << 20;
 

@@ -19,6 +19,13 @@ namespace Dse.Storage;
 /// destination buffer. Requests must be 512-byte aligned. Failures never throw on the caller's or an I/O thread: they
 /// are logged and reported to the completion callback as a nonzero <see cref="DeviceErrorCodes"/> value
 /// (<see cref="DeviceErrorCodes.NotFound"/> when the segment's blob does not exist).
+/// <para>Exclusive ownership (<see cref="AcquireLeaseAsync"/>, usually through <see cref="StorageFence"/>): the device
+/// takes an infinite lease on an owner blob <c>{prefix}.lease</c> and on every segment blob, breaking an earlier
+/// owner's, and from then on conditions every write and delete on its lease id. An earlier owner still running is
+/// fenced: its requests fail with 412, and it fails every later write with <see cref="DeviceErrorCodes.Fenced"/>. A
+/// segment blob created after the takeover is leased on first use; when someone else's lease is on it, this device
+/// breaks it only while it still holds the owner blob's lease, and checks that it still does after taking the segment's,
+/// before its first write, so that of two instances only the newest owner ever writes.</para>
 /// </remarks>
 public sealed class AzurePageBlobDevice : StorageDeviceBase
 {
@@ -26,6 +33,9 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
     public const int PageSize = 512;
 
     private const uint MaxPutPagesBytes = 4 * 1024 * 1024;
+
+    /// <summary>How long releasing the leases at the end may take before it is left to the next owner's break.</summary>
+    private static readonly TimeSpan ReleaseTimeout = TimeSpan.FromSeconds(30);
 
     private readonly long _unsegmentedBlobSize;
     private readonly bool _createContainer;
@@ -42,6 +52,12 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
     private Task? _containerReady;
     private int _pendingOperations;
     private int _disposed;
+
+    /// <summary>The lease id every write is conditioned on while the device owns its storage; <see langword="null"/> otherwise.</summary>
+    private volatile string? _leaseId;
+
+    /// <summary>Set once a request finds the lease gone; never reset: every later write fails.</summary>
+    private int _fenced;
 
     /// <summary>Creates a device over a container and blob name prefix.</summary>
     /// <param name="container">The container holding the segment blobs.</param>
@@ -66,6 +82,15 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
     /// <summary>The prefix of the segment blob names.</summary>
     public string BlobNamePrefix { get; }
 
+    /// <summary>The name of the owner blob whose lease stands for the ownership of all the device's blobs.</summary>
+    public string OwnerBlobName => BlobNamePrefix + ".lease";
+
+    /// <summary>The lease id of this device's ownership (<see cref="AcquireLeaseAsync"/>), or <see langword="null"/> when it holds none.</summary>
+    public string? LeaseId => _leaseId;
+
+    /// <summary>Whether another instance took the storage over since <see cref="AcquireLeaseAsync"/>: every write now fails.</summary>
+    public bool IsFenced => Volatile.Read(ref _fenced) != 0;
+
     /// <summary>The number of writes and reads in flight.</summary>
     public int PendingOperations => Volatile.Read(ref _pendingOperations);
 
@@ -75,6 +100,93 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
     /// <summary>Returns the name of the blob that holds a segment.</summary>
     /// <param name="segmentId">The segment id.</param>
     public string GetBlobName(int segmentId) => GetSegmentFilename(BlobNamePrefix, segmentId);
+
+    /// <summary>
+    /// Takes exclusive ownership of the device's blobs: breaks whatever lease is on the owner blob and on each existing
+    /// segment blob, and takes an infinite lease of its own on each; later writes, segment creations and deletes are
+    /// conditioned on it. Call before reading what another instance may still be writing (before recovery).
+    /// </summary>
+    /// <param name="cancellationToken">Cancels taking the leases (the device then holds none).</param>
+    /// <exception cref="InvalidOperationException">The device already holds its lease.</exception>
+    /// <exception cref="StorageFencedException">Another instance took a blob's lease between this one's break and acquire.</exception>
+    public async Task AcquireLeaseAsync(CancellationToken cancellationToken = default)
+    {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        if (_leaseId is not null)
+        {
+            throw new InvalidOperationException($"Page blob device '{FileName}' already holds its lease.");
+        }
+
+        string leaseId = Guid.NewGuid().ToString();
+        await EnsureContainerAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
+        var owner = Container.GetPageBlobClient(OwnerBlobName);
+        try
+        {
+            await owner.CreateIfNotExistsAsync(PageSize, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RequestFailedException ex) when (ex.Status == 412)
+        {
+            // It exists and is leased: the create's lease check answered before its existence check.
+        }
+
+        // The owner first: an earlier owner creating a segment from now on finds out it lost (see the remarks).
+        await TakeLeaseAsync(owner, leaseId, cancellationToken).ConfigureAwait(false);
+        try
+        {
+            var existing = new List<int>();
+            await foreach (var item in Container.GetBlobsAsync(new GetBlobsOptions { Prefix = BlobNamePrefix + "." }, cancellationToken).ConfigureAwait(false))
+            {
+                if (TryParseSegment(item.Name, out int segmentId))
+                {
+                    existing.Add(segmentId);
+                }
+            }
+
+            foreach (int segmentId in existing)
+            {
+                var blob = Container.GetPageBlobClient(GetBlobName(segmentId));
+                await TakeLeaseAsync(blob, leaseId, cancellationToken).ConfigureAwait(false);
+                _segments[segmentId] = Task.FromResult(blob);
+            }
+        }
+        catch
+        {
+            await ReleaseAsync(owner, leaseId).ConfigureAwait(false);
+            throw;
+        }
+
+        _leaseId = leaseId;
+    }
+
+    /// <summary>
+    /// Releases the owner blob's and the segment blobs' leases (best effort: a failure is logged, and the next owner breaks
+    /// a lease left behind); writes are unconditioned again afterwards. Safe to call after <see cref="Dispose"/>.
+    /// </summary>
+    public async Task ReleaseLeaseAsync()
+    {
+        string? leaseId = _leaseId;
+        if (leaseId is null)
+        {
+            return;
+        }
+
+        _leaseId = null;
+        if (IsFenced)
+        {
+            // Someone else's now; there is nothing of ours to release.
+            return;
+        }
+
+        foreach (var segment in _segments.Values)
+        {
+            if (segment.IsCompletedSuccessfully)
+            {
+                await ReleaseAsync(segment.Result, leaseId).ConfigureAwait(false);
+            }
+        }
+
+        await ReleaseAsync(Container.GetPageBlobClient(OwnerBlobName), leaseId).ConfigureAwait(false);
+    }
 
     /// <inheritdoc />
     public override void WriteAsync(IntPtr sourceAddress, int segmentId, ulong destinationAddress, uint numBytesToWrite,
@@ -127,10 +239,11 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
         string blobName = GetBlobName(segment);
         try
         {
-            Container.GetPageBlobClient(blobName).DeleteIfExists(cancellationToken: _shutdown.Token);
+            Container.GetPageBlobClient(blobName).DeleteIfExists(DeleteSnapshotsOption.None, LeaseConditions(), _shutdown.Token);
         }
         catch (Exception ex) when (ex is RequestFailedException or OperationCanceledException)
         {
+            NoteFencing(ex);
             StorageLog.AzureRemoveFailed(_logger, ex, blobName);
         }
     }
@@ -163,6 +276,120 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
     private static unsafe UnmanagedMemoryStream OpenDestination(IntPtr address, uint length)
         => new((byte*)address, 0, length, FileAccess.Write);
 
+    private static bool IsLeasedByOther(RequestFailedException exception)
+        => exception.ErrorCode == BlobErrorCode.LeaseAlreadyPresent || exception.ErrorCode == BlobErrorCode.LeaseIsBreakingAndCannotBeAcquired;
+
+    /// <summary>Breaks whatever lease is on the blob and takes one with <paramref name="leaseId"/>.</summary>
+    private async Task TakeLeaseAsync(PageBlobClient blob, string leaseId, CancellationToken cancellationToken)
+    {
+        var lease = blob.GetBlobLeaseClient(leaseId);
+        try
+        {
+            await lease.AcquireAsync(BlobLeaseClient.InfiniteLeaseDuration, cancellationToken: cancellationToken).ConfigureAwait(false);
+            return;
+        }
+        catch (RequestFailedException ex) when (IsLeasedByOther(ex))
+        {
+            // An earlier owner's (crashed, or still running and about to be fenced): take over below.
+        }
+
+        try
+        {
+            await lease.BreakAsync(TimeSpan.Zero, cancellationToken: cancellationToken).ConfigureAwait(false);
+            StorageLog.LeaseBroken(_logger, blob.Name);
+        }
+        catch (RequestFailedException ex) when (ex.ErrorCode == BlobErrorCode.LeaseNotPresentWithLeaseOperation)
+        {
+            // Released between our acquire and break: nothing to break.
+        }
+
+        try
+        {
+            await lease.AcquireAsync(BlobLeaseClient.InfiniteLeaseDuration, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RequestFailedException ex) when (IsLeasedByOther(ex))
+        {
+            // Breaking again could make two openers take turns breaking each other: the one that acquired first wins.
+            throw new StorageFencedException(
+                $"Page blob '{blob.Name}' was taken by another instance while this one was taking it over; that instance owns the storage.", ex);
+        }
+    }
+
+    /// <summary>Throws <see cref="StorageFencedException"/> (and fences the device) unless it still holds the owner blob's lease.</summary>
+    private async Task VerifyOwnershipAsync(string leaseId)
+    {
+        try
+        {
+            await Container.GetPageBlobClient(OwnerBlobName).GetBlobLeaseClient(leaseId).RenewAsync(cancellationToken: _shutdown.Token).ConfigureAwait(false);
+        }
+        catch (RequestFailedException ex) when (ex.Status is 409 or 412)
+        {
+            MarkFenced($"the lease on '{OwnerBlobName}' is gone: {ex.ErrorCode}");
+            throw new StorageFencedException($"Page blob device '{FileName}' no longer owns its storage: another instance took the lease on '{OwnerBlobName}'.", ex);
+        }
+    }
+
+    /// <summary>Leases a segment blob on first use: breaks a lease found on it only while this device still owns the storage.</summary>
+    private async Task LeaseSegmentAsync(PageBlobClient blob, string leaseId)
+    {
+        var lease = blob.GetBlobLeaseClient(leaseId);
+        try
+        {
+            await lease.AcquireAsync(BlobLeaseClient.InfiniteLeaseDuration, cancellationToken: _shutdown.Token).ConfigureAwait(false);
+        }
+        catch (RequestFailedException ex) when (IsLeasedByOther(ex))
+        {
+            // Created and leased by an earlier owner after our takeover (beyond our tail), or by a later owner, which
+            // means we lost: only the owner breaks it.
+            await VerifyOwnershipAsync(leaseId).ConfigureAwait(false);
+            await TakeLeaseAsync(blob, leaseId, _shutdown.Token).ConfigureAwait(false);
+        }
+
+        // Still the owner after taking it: whoever took the owner blob from us did so before we took this segment, so it
+        // will break our lease on it before it writes there, and we write nothing here.
+        await VerifyOwnershipAsync(leaseId).ConfigureAwait(false);
+    }
+
+    private async Task ReleaseAsync(PageBlobClient blob, string leaseId)
+    {
+        try
+        {
+            using var timeout = new CancellationTokenSource(ReleaseTimeout);
+            await blob.GetBlobLeaseClient(leaseId).ReleaseAsync(cancellationToken: timeout.Token).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is RequestFailedException or OperationCanceledException)
+        {
+            StorageLog.LeaseReleaseFailed(_logger, ex, blob.Name);
+        }
+    }
+
+    private BlobRequestConditions? LeaseConditions() => _leaseId is { } leaseId ? new BlobRequestConditions { LeaseId = leaseId } : null;
+
+    private bool TryParseSegment(string blobName, out int segmentId)
+    {
+        segmentId = -1;
+        return blobName.Length > BlobNamePrefix.Length + 1
+            && blobName.StartsWith(BlobNamePrefix + ".", StringComparison.Ordinal)
+            && int.TryParse(blobName.AsSpan(BlobNamePrefix.Length + 1), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out segmentId);
+    }
+
+    /// <summary>Fences the device when a request failed because its lease is gone (412 on a conditioned request).</summary>
+    private void NoteFencing(Exception exception)
+    {
+        if (exception is RequestFailedException { Status: 412 } failed && _leaseId is not null)
+        {
+            MarkFenced($"a request conditioned on its lease failed: {failed.ErrorCode}");
+        }
+    }
+
+    private void MarkFenced(string reason)
+    {
+        if (Interlocked.Exchange(ref _fenced, 1) == 0)
+        {
+            StorageLog.DeviceFenced(_logger, FileName, reason);
+        }
+    }
+
     private uint Validate(int segmentId, ulong offset, uint length)
     {
         if (Volatile.Read(ref _disposed) != 0)
@@ -170,13 +397,23 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
             return DeviceErrorCodes.Disposed;
         }
 
+        if (IsFenced)
+        {
+            return DeviceErrorCodes.Fenced;
+        }
+
         bool misaligned = offset % PageSize != 0 || length % PageSize != 0;
         bool outsideBlob = offset + length > (ulong)BlobSize;
         return segmentId < 0 || misaligned || outsideBlob ? DeviceErrorCodes.InvalidArgument : DeviceErrorCodes.Success;
     }
 
+    private PageBlobUploadPagesOptions? UploadOptions()
+        => _leaseId is { } leaseId ? new PageBlobUploadPagesOptions { Conditions = new PageBlobRequestConditions { LeaseId = leaseId } } : null;
+
     private uint ErrorCodeOf(Exception exception) => exception switch
     {
+        StorageFencedException => DeviceErrorCodes.Fenced,
+        RequestFailedException { Status: 412 } when _leaseId is not null => DeviceErrorCodes.Fenced,
         RequestFailedException { Status: 404 } => DeviceErrorCodes.NotFound,
         RequestFailedException { Status: 416 } => DeviceErrorCodes.InvalidArgument,
         OperationCanceledException when _shutdown.IsCancellationRequested => DeviceErrorCodes.Disposed,
@@ -195,12 +432,13 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
             {
                 uint chunk = Math.Min(length - done, MaxPutPagesBytes);
                 using var content = OpenSource(source + (nint)done, chunk);
-                await blob.UploadPagesAsync(content, (long)(offset + done), options: null, _shutdown.Token).ConfigureAwait(false);
+                await blob.UploadPagesAsync(content, (long)(offset + done), UploadOptions(), _shutdown.Token).ConfigureAwait(false);
                 done += chunk;
             }
         }
         catch (Exception ex)
         {
+            NoteFencing(ex);
             error = ErrorCodeOf(ex);
 
             // Creation failed, or the blob vanished under us: forget it so that the next write creates it again.
@@ -259,10 +497,12 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
         {
             try
             {
-                await Container.GetPageBlobClient(blobName).DeleteIfExistsAsync(cancellationToken: _shutdown.Token).ConfigureAwait(false);
+                await Container.GetPageBlobClient(blobName).DeleteIfExistsAsync(DeleteSnapshotsOption.None, LeaseConditions(), _shutdown.Token)
+                    .ConfigureAwait(false);
             }
             catch (Exception ex)
             {
+                NoteFencing(ex);
                 StorageLog.AzureRemoveFailed(_logger, ex, blobName);
             }
         }
@@ -276,7 +516,20 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
         var blob = Container.GetPageBlobClient(GetBlobName(segmentId));
 
         // An existing blob (written by an earlier instance) is kept as it is.
-        await blob.CreateIfNotExistsAsync(BlobSize, cancellationToken: _shutdown.Token).ConfigureAwait(false);
+        try
+        {
+            await blob.CreateIfNotExistsAsync(BlobSize, cancellationToken: _shutdown.Token).ConfigureAwait(false);
+        }
+        catch (RequestFailedException ex) when (ex.Status == 412)
+        {
+            // It exists and is leased: the create's lease check answered before its existence check.
+        }
+
+        if (_leaseId is { } leaseId)
+        {
+            await LeaseSegmentAsync(blob, leaseId).ConfigureAwait(false);
+        }
+
         return blob;
     }
 

@@ -28,6 +28,12 @@ public static class DeviceErrorCodes
     /// <summary>A <see cref="FaultInjectingDevice"/> is in permanent failure mode.</summary>
     public const uint DeviceFailed = 0x2000_0003;
 
+    /// <summary>
+    /// The device lost its exclusive hold on the storage (another instance broke its lease and took over, see
+    /// <see cref="StorageFence"/>); it fails every later write.
+    /// </summary>
+    public const uint Fenced = 0x2000_0004;
+
     /// <summary>Returns a short human-readable name for an error code, for messages and logs.</summary>
     /// <param name="errorCode">The code passed to a completion callback.</param>
     public static string Describe(uint errorCode) => errorCode switch
@@ -39,6 +45,7 @@ public static class DeviceErrorCodes
         Disposed => "device disposed",
         InjectedFault => "injected transient fault",
         DeviceFailed => "injected permanent device failure",
+        Fenced => "fenced: another instance took over the storage",
         _ => $"device error {errorCode}",
     };
 }

@@ -2,7 +2,7 @@ using Microsoft.Extensions.Logging;
 
 namespace Dse.Storage;
 
-/// <summary>Source-generated log messages of the storage layer; event ids are stable (1000-1199).</summary>
+/// <summary>Source-generated log messages of the storage layer; event ids are stable (1000-1299; fencing 4260-4269).</summary>
 internal static partial class StorageLog
 {
     [LoggerMessage(EventId = 1201, Level = LogLevel.Error,
@@ -32,4 +32,24 @@ internal static partial class StorageLog
     [LoggerMessage(EventId = 1102, Level = LogLevel.Warning,
         Message = "Snapshot log on '{Device}' dropped a torn record at its tail (address {Address}, sequence {Sequence}): {Reason}.")]
     public static partial void SnapshotLogTornTail(ILogger logger, string device, long address, ulong sequence, string reason);
+
+    [LoggerMessage(EventId = 4260, Level = LogLevel.Information,
+        Message = "Took exclusive ownership of {Storage}.")]
+    public static partial void FenceAcquired(ILogger logger, string storage);
+
+    [LoggerMessage(EventId = 4261, Level = LogLevel.Warning,
+        Message = "Broke another instance's lease on page blob '{BlobName}' to take the storage over (a crashed instance, or one still running that is now fenced).")]
+    public static partial void LeaseBroken(ILogger logger, string blobName);
+
+    [LoggerMessage(EventId = 4262, Level = LogLevel.Error,
+        Message = "Page blob device '{Device}' is fenced: another instance took its storage over ({Reason}); every later write fails.")]
+    public static partial void DeviceFenced(ILogger logger, string device, string reason);
+
+    [LoggerMessage(EventId = 4263, Level = LogLevel.Warning,
+        Message = "Releasing the lease on page blob '{BlobName}' failed; the next owner breaks it.")]
+    public static partial void LeaseReleaseFailed(ILogger logger, Exception exception, string blobName);
+
+    [LoggerMessage(EventId = 4264, Level = LogLevel.Warning,
+        Message = "File locking is disabled in this process (System.IO.DisableFileLocking); {Storage} cannot be fenced against another instance.")]
+    public static partial void FileLockingDisabled(ILogger logger, string storage);
 }
