@@ -72,6 +72,18 @@ public sealed class DarqOptions
     /// <summary>The most payload bytes in one delivery batch (a larger single message goes alone). Default 1 MiB.</summary>
     public int DeliveryBatchBytes { get; set; } = 1 << 20;
 
+    /// <summary>The largest <see cref="MaxConcurrentDeliveries"/> accepted.</summary>
+    public const int MaxConcurrentDeliveriesLimit = 1024;
+
+    /// <summary>
+    /// How many destinations are delivered to at once. Each destination has its own lane (its messages in LSN order, in
+    /// batches, with its own retry backoff and parking), so a destination that is slow, down or backing off holds up only
+    /// its own messages; up to this many lanes deliver concurrently, and a destination beyond them waits for a lane to
+    /// finish its turn (oldest pending message first). A lane is a task only while it delivers. Default 16; between 1
+    /// and <see cref="MaxConcurrentDeliveriesLimit"/>.
+    /// </summary>
+    public int MaxConcurrentDeliveries { get; set; } = 16;
+
     /// <summary>
     /// How long a parked destination (its oldest pending OUT message refused for good, see
     /// <see cref="DarqDeliveryRefusedException"/>) waits before the source tries it again on its own. Default 5 minutes;
@@ -179,6 +191,12 @@ public sealed class DarqOptions
         if (DeliveryBatchBytes < 1)
         {
             throw new ArgumentOutOfRangeException(nameof(DeliveryBatchBytes), DeliveryBatchBytes, "DarqOptions.DeliveryBatchBytes must be positive.");
+        }
+
+        if (MaxConcurrentDeliveries is < 1 or > MaxConcurrentDeliveriesLimit)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxConcurrentDeliveries), MaxConcurrentDeliveries,
+                $"DarqOptions.MaxConcurrentDeliveries must be between 1 and {MaxConcurrentDeliveriesLimit}.");
         }
 
         if (ParkedDeliveryRetryInterval <= TimeSpan.Zero && ParkedDeliveryRetryInterval != Timeout.InfiniteTimeSpan)
