@@ -5,9 +5,9 @@ using System.Threading.Channels;
 namespace Dse.Darq;
 
 /// <summary>
-/// OUT delivery: a background loop sends committed OUT entries to their destinations, per destination in LSN order,
-/// retries with backoff until acknowledged, and records each acknowledgement as an ACK entry; the receiving side
-/// deduplicates by (source, source LSN).
+/// OUT delivery: a background loop sends committed OUT entries to their destinations, per destination in LSN order and
+/// each destination in its own lane (Darq.DeliveryLanes.cs), retries with backoff until acknowledged, and records each
+/// acknowledgement as an ACK entry; the receiving side deduplicates by (source, source LSN).
 /// </summary>
 public sealed partial class Darq
 {

@@ -53,7 +53,10 @@ public sealed class DarqOptions
     /// </summary>
     public IDarqDestinations? Destinations { get; set; }
 
-    /// <summary>The first delay before retrying a failed delivery (or an unknown destination); it doubles per failed pass. Default 10 ms.</summary>
+    /// <summary>
+    /// The first delay before retrying a failed delivery (or an unknown destination); it doubles per failed attempt in a
+    /// row, for that destination only (other destinations are not delayed). Default 10 ms.
+    /// </summary>
     public TimeSpan DeliveryRetryMinDelay { get; set; } = TimeSpan.FromMilliseconds(10);
 
     /// <summary>The longest delay between delivery retries. Default 1 s; at least <see cref="DeliveryRetryMinDelay"/>.</summary>
