@@ -1,5 +1,6 @@
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Time.Testing;
+using Xunit.Abstractions;
 
 namespace Dse.Darq.Tests;
 
@@ -7,7 +8,7 @@ namespace Dse.Darq.Tests;
 /// Delivery lanes: each destination is delivered to on its own (in LSN order, with its own backoff), so a destination
 /// that blocks or keeps failing does not hold up the others; the number delivering at once is bounded.
 /// </summary>
-public sealed class DarqDeliveryLaneTests
+public sealed class DarqDeliveryLaneTests(ITestOutputHelper output)
 {
     /// <summary>A guard against a hang, not a timing assertion: every wait here ends on an event.</summary>
     private static readonly TimeSpan HangGuard = TimeSpan.FromSeconds(60);
@@ -198,6 +199,112 @@ public sealed class DarqDeliveryLaneTests
 
     [Fact]
     [Trait("Category", "Recovery")]
+    public async Task Deliver_ManyDestinationsRandomFailuresAndASourceCrash_EachGetsItsMessagesInOrderExactlyOnce()
+    {
+        const string testName = nameof(DarqDeliveryLaneTests) + "." + nameof(Deliver_ManyDestinationsRandomFailuresAndASourceCrash_EachGetsItsMessagesInOrderExactlyOnce);
+        int seed = DarqSeed.Pick(output, testName);
+        var random = new Random(seed);
+        using var guard = new CancellationTokenSource(HangGuard);
+        var destinations = new LaneDestinations();
+        var events = new LogEvents();
+        destinations.FailRandomly(new Random(random.Next()), 0.3);
+        var names = Enumerable.Range(1, 6).Select(i => $"d{i}").ToArray();
+        var targets = new List<Darq>();
+        var expected = names.ToDictionary(n => n, _ => new List<string>());
+        var lsns = new List<long>();
+        try
+        {
+            foreach (string name in names)
+            {
+                var target = await new DarqTestStorage().OpenAsync(DarqDeliveryTests.Named(name));
+                targets.Add(target);
+                destinations.Registry.Add(target);
+            }
+
+            // Fewer lanes than destinations, small batches, quick retries: lanes start, fail, back off and hand over.
+            Action<DarqOptions> source = o =>
+            {
+                DarqDeliveryTests.Source("a", destinations)(o);
+                o.MaxConcurrentDeliveries = 3;
+                o.DeliveryBatchSize = 4;
+            };
+            var aStorage = new DarqTestStorage();
+            var a = await aStorage.OpenAsync(source, events);
+            try
+            {
+                var processor = await a.RegisterProcessorAsync();
+                for (int i = 0; i < 40; i++)
+                {
+                    var step = new DarqStep();
+                    for (int j = random.Next(1, 6); j > 0; j--)
+                    {
+                        string name = names[random.Next(names.Length)];
+                        string payload = $"{name}:{expected[name].Count}";
+                        expected[name].Add(payload);
+                        step.AddOut(name, payload.Bytes());
+                    }
+
+                    lsns.AddRange((await processor.StepAsync(step)).OutLsns);
+                    if (random.Next(4) == 0)
+                    {
+                        await a.CommitAsync();
+                    }
+                }
+
+                // Everything committed; some of it delivered when the source crashes (its later ACK entries are lost).
+                await a.CommitAsync();
+                await WaitOrExplainAsync(a, lsns[random.Next(lsns.Count)], "before the crash", events, $"seed {seed}", guard.Token);
+                aStorage.CrashNow();
+            }
+            finally
+            {
+                await a.DisposeAsync().AsTask().WaitAsync(guard.Token);
+            }
+
+            await using (var reopened = await aStorage.OpenAsync(source, events))
+            {
+                foreach (long lsn in lsns)
+                {
+                    await WaitOrExplainAsync(reopened, lsn, "after the crash", events, $"in flight {destinations.InFlight}; {DarqSeed.Replay(seed, testName)}", guard.Token);
+                }
+
+                Assert.Equal(0, reopened.PendingOutCount);
+            }
+
+            foreach (var target in targets)
+            {
+                var received = (await target.RegisterProcessorAsync()).Drain().Select(m => m.Text()).ToList();
+                Assert.True(expected[target.Name].SequenceEqual(received),
+                    $"{target.Name} received [{string.Join(", ", received)}], expected [{string.Join(", ", expected[target.Name])}]; {DarqSeed.Replay(seed, testName)}");
+            }
+        }
+        finally
+        {
+            foreach (var target in targets)
+            {
+                await target.DisposeAsync();
+            }
+        }
+    }
+
+    /// <summary>Waits for an OUT message's delivery; on a hang, fails with the source's delivery state.</summary>
+    private static async Task WaitOrExplainAsync(Darq source, long lsn, string phase, LogEvents events, string context, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await source.WaitForDeliveredAsync(lsn, cancellationToken);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            var lanes = string.Join("; ", source.DeliveryLanes.Select(l => l.ToString()));
+            var parked = string.Join("; ", source.ParkedDeliveries.Select(p => p.ToString()));
+            Assert.Fail($"OUT message {lsn} not delivered {phase}: {source.PendingOutCount} pending, lanes [{lanes}], parked [{parked}], " +
+                $"warnings [{string.Join(" | ", events.Warnings)}]; {context}");
+        }
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
     public async Task Dispose_LaneBlockedInDelivery_EndsAndTheReopenedSourceDeliversTheMessage()
     {
         using var guard = new CancellationTokenSource(HangGuard);
@@ -260,6 +367,8 @@ public sealed class DarqDeliveryLaneTests
         private int _inFlight;
         private int _maxInFlight;
         private (int Count, TaskCompletionSource Reached)? _inFlightWaiter;
+        private Random? _random;
+        private double _failureRate;
 
         public DarqDestinationRegistry Registry { get; } = new();
 
@@ -333,6 +442,15 @@ public sealed class DarqDeliveryLaneTests
             }
         }
 
+        /// <summary>From now on each delivery fails (transiently) with probability <paramref name="rate"/>, drawn from <paramref name="random"/>.</summary>
+        public void FailRandomly(Random random, double rate)
+        {
+            lock (_lock)
+            {
+                (_random, _failureRate) = (random, rate);
+            }
+        }
+
         public int Attempts(string name)
         {
             lock (_lock)
@@ -388,7 +506,7 @@ public sealed class DarqDeliveryLaneTests
 
                     owner.EnteredSource(name).TrySetResult();
                     gate = owner._gates.TryGetValue(name, out var held) ? held.Task : Task.CompletedTask;
-                    failing = owner._failing.Contains(name);
+                    failing = owner._failing.Contains(name) || (owner._random is { } random && random.NextDouble() < owner._failureRate);
                 }
 
                 try
@@ -417,6 +535,19 @@ public sealed class DarqDeliveryLaneTests
     {
         private readonly Lock _lock = new();
         private readonly Dictionary<int, SemaphoreSlim> _events = [];
+        private readonly List<string> _warnings = [];
+
+        /// <summary>The last warnings and errors logged (event id and message), for a failure message.</summary>
+        public IReadOnlyList<string> Warnings
+        {
+            get
+            {
+                lock (_lock)
+                {
+                    return [.. _warnings.TakeLast(20)];
+                }
+            }
+        }
 
         /// <summary>Waits for the next occurrence of event <paramref name="eventId"/> not yet waited for.</summary>
         public Task WaitAsync(int eventId, CancellationToken cancellationToken) => Occurrences(eventId).WaitAsync(cancellationToken);
@@ -433,7 +564,17 @@ public sealed class DarqDeliveryLaneTests
         public bool IsEnabled(LogLevel logLevel) => true;
 
         public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
-            => Occurrences(eventId.Id).Release();
+        {
+            if (logLevel >= LogLevel.Warning && eventId.Id != 4012)
+            {
+                lock (_lock)
+                {
+                    _warnings.Add($"{eventId.Id}: {formatter(state, exception)} {exception?.GetType().Name}: {exception?.Message}");
+                }
+            }
+
+            Occurrences(eventId.Id).Release();
+        }
 
         public void Dispose()
         {

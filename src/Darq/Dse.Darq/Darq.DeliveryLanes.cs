@@ -101,6 +101,10 @@ public sealed partial class Darq
             }
 
             await Task.WhenAll(turns).ConfigureAwait(false);
+            if (turns.Length > 0)
+            {
+                DarqInstrumentation.DeliveryLanesActive.Add(-turns.Length, _tag);
+            }
         }
     }
 
