@@ -340,6 +340,13 @@ public sealed partial class Darq
         }
 
         using var timeout = new CancellationTokenSource(wait, _options.TimeProvider);
+        if (_options.TimeProvider.GetUtcNow() >= due)
+        {
+            // The clock passed the due time while the timer was made, which counts its delay from then: it would be late.
+            _deliverySignal.Reader.TryRead(out _);
+            return;
+        }
+
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(token, timeout.Token);
         try
         {
