@@ -5,9 +5,9 @@ using System.Threading.Channels;
 namespace Dse.Darq;
 
 /// <summary>
-/// OUT delivery: a background loop sends committed OUT entries to their destinations, per destination in LSN order,
-/// retries with backoff until acknowledged, and records each acknowledgement as an ACK entry; the receiving side
-/// deduplicates by (source, source LSN).
+/// OUT delivery: a background loop sends committed OUT entries to their destinations, per destination in LSN order and
+/// each destination in its own lane (Darq.DeliveryLanes.cs), retries with backoff until acknowledged, and records each
+/// acknowledgement as an ACK entry; the receiving side deduplicates by (source, source LSN).
 /// </summary>
 public sealed partial class Darq
 {
@@ -271,131 +271,6 @@ public sealed partial class Darq
         done.TrySetResult();
     }
 
-    private async Task RunDeliveryLoopAsync(IDarqDestinations destinations)
-    {
-        var token = _stopping.Token;
-        var delay = TimeSpan.Zero;
-        var blocked = new HashSet<string>(StringComparer.Ordinal);
-        var batch = new List<KeyValuePair<long, PendingOut>>();
-        while (true)
-        {
-            try
-            {
-                if (delay == TimeSpan.Zero)
-                {
-                    // Nothing failed last pass: wait for a commit (which may have made OUT entries deliverable), or for
-                    // the next automatic retry of a parked destination.
-                    await WaitForDeliverySignalAsync(NextParkedRetry(), token).ConfigureAwait(false);
-                }
-                else
-                {
-                    await Task.Delay(delay, _options.TimeProvider, token).ConfigureAwait(false);
-                    _deliverySignal.Reader.TryRead(out _);
-                }
-
-                await CollectDeliverableAsync(batch, token).ConfigureAwait(false);
-                blocked.Clear();
-                bool failed = false;
-                int batchSize = _dse is null ? _options.DeliveryBatchSize : 1;
-                for (int i = 0; i < batch.Count; i++)
-                {
-                    // Per destination strictly in LSN order, and the next message (or batch) only once the previous
-                    // one is acknowledged: the destination's dedup keeps only the largest LSN, so a later message must
-                    // never overtake an unacknowledged earlier one. A parked destination gets nothing until it is due
-                    // for another try.
-                    var (lsn, pending) = batch[i];
-                    if (pending is null || blocked.Contains(pending.Destination))
-                    {
-                        continue;
-                    }
-
-                    if (IsParked(pending.Destination, lsn))
-                    {
-                        blocked.Add(pending.Destination);
-                        continue;
-                    }
-
-                    // The run's later messages are cleared from the scan (done, or blocked behind the first); this
-                    // destination's messages after the run come up later in the scan, as the next run.
-                    var run = TakeRun(batch, i, batchSize);
-                    bool delivered = run.Length == 1
-                        ? await TryDeliverAsync(destinations, lsn, pending, token).ConfigureAwait(false)
-                        : await TryDeliverBatchAsync(destinations, run, token).ConfigureAwait(false);
-                    if (delivered)
-                    {
-                        Unpark(pending.Destination);
-                    }
-                    else
-                    {
-                        blocked.Add(pending.Destination);
-                        if (WasJustParked(pending.Destination))
-                        {
-                            // Waiters of WaitForDeliveredAsync on the refused message learn of the refusal.
-                            await PulseDeliveryProgressAsync(token).ConfigureAwait(false);
-                        }
-                        else
-                        {
-                            failed = true;
-                        }
-                    }
-                }
-
-                delay = failed ? NextRetryDelay(delay) : TimeSpan.Zero;
-            }
-            catch (OperationCanceledException) when (token.IsCancellationRequested)
-            {
-                return;
-            }
-            catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
-            {
-                return;
-            }
-#pragma warning disable CA1031 // The loop is the DARQ's only sender: an unexpected error must not end delivery silently.
-            catch (Exception e)
-#pragma warning restore CA1031
-            {
-                DarqLog.DeliveryLoopError(_logger, e, Name);
-                delay = NextRetryDelay(delay);
-            }
-        }
-    }
-
-    /// <summary>
-    /// The run of deliverable messages to <c>batch[start]</c>'s destination starting there: it and the next ones to the same
-    /// destination, in LSN order, up to <paramref name="batchSize"/> messages and <see cref="DarqOptions.DeliveryBatchBytes"/>
-    /// payload bytes (the first always). The later ones are cleared from <paramref name="batch"/> (the scan skips them).
-    /// </summary>
-    private KeyValuePair<long, PendingOut>[] TakeRun(List<KeyValuePair<long, PendingOut>> batch, int start, int batchSize)
-    {
-        var first = batch[start];
-        if (batchSize == 1)
-        {
-            return [first];
-        }
-
-        var run = new List<KeyValuePair<long, PendingOut>>(Math.Min(batchSize, 16)) { first };
-        long bytes = first.Value.Payload.Length;
-        for (int j = start + 1; j < batch.Count && run.Count < batchSize; j++)
-        {
-            var next = batch[j];
-            if (next.Value is null || next.Value.Destination != first.Value.Destination)
-            {
-                continue;
-            }
-
-            if (bytes + next.Value.Payload.Length > _options.DeliveryBatchBytes)
-            {
-                break;
-            }
-
-            bytes += next.Value.Payload.Length;
-            run.Add(next);
-            batch[j] = default;
-        }
-
-        return [.. run];
-    }
-
     /// <summary>
     /// Sends a run of OUT messages to one destination in one delivery and records their acknowledgement in one ACK entry;
     /// false when they stay pending. A refusal for good falls back to one message at a time, which pins the refusal (and
@@ -465,6 +340,13 @@ public sealed partial class Darq
         }
 
         using var timeout = new CancellationTokenSource(wait, _options.TimeProvider);
+        if (_options.TimeProvider.GetUtcNow() >= due)
+        {
+            // The clock passed the due time while the timer was made, which counts its delay from then: it would be late.
+            _deliverySignal.Reader.TryRead(out _);
+            return;
+        }
+
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(token, timeout.Token);
         try
         {

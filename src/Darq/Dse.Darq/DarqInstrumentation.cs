@@ -34,6 +34,10 @@ public static class DarqInstrumentation
     /// <summary>Delivery attempts that failed or found no destination (retried).</summary>
     internal static readonly Counter<long> DeliveryFailures = Meter.CreateCounter<long>("dse.darq.delivery.failures", "{attempt}", "OUT delivery attempts that failed or found no destination.");
 
+    /// <summary>Delivery lanes delivering now (one per destination, at most <see cref="DarqOptions.MaxConcurrentDeliveries"/> per DARQ).</summary>
+    internal static readonly UpDownCounter<long> DeliveryLanesActive = Meter.CreateUpDownCounter<long>("dse.darq.delivery.lanes", "{lane}",
+        "Destinations being delivered to at this moment (delivery lanes with a turn under way).");
+
     /// <summary>Deliveries refused for good that parked their destination.</summary>
     internal static readonly Counter<long> DeliveriesParked = Meter.CreateCounter<long>("dse.darq.deliveries.parked", "{attempt}", "OUT deliveries refused for good, which parked their destination.");
 

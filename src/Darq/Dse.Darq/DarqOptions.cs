@@ -64,7 +64,10 @@ public sealed class DarqOptions
     /// </summary>
     public IDarqDestinations? Destinations { get; set; }
 
-    /// <summary>The first delay before retrying a failed delivery (or an unknown destination); it doubles per failed pass. Default 10 ms.</summary>
+    /// <summary>
+    /// The first delay before retrying a failed delivery (or an unknown destination); it doubles per failed attempt in a
+    /// row, for that destination only (other destinations are not delayed). Default 10 ms.
+    /// </summary>
     public TimeSpan DeliveryRetryMinDelay { get; set; } = TimeSpan.FromMilliseconds(10);
 
     /// <summary>The longest delay between delivery retries. Default 1 s; at least <see cref="DeliveryRetryMinDelay"/>.</summary>
@@ -82,6 +85,18 @@ public sealed class DarqOptions
 
     /// <summary>The most payload bytes in one delivery batch (a larger single message goes alone). Default 1 MiB.</summary>
     public int DeliveryBatchBytes { get; set; } = 1 << 20;
+
+    /// <summary>The largest <see cref="MaxConcurrentDeliveries"/> accepted.</summary>
+    public const int MaxConcurrentDeliveriesLimit = 1024;
+
+    /// <summary>
+    /// How many destinations are delivered to at once. Each destination has its own lane (its messages in LSN order, in
+    /// batches, with its own retry backoff and parking), so a destination that is slow, down or backing off holds up only
+    /// its own messages; up to this many lanes deliver concurrently, and a destination beyond them waits for a lane to
+    /// finish its turn (oldest pending message first). A lane is a task only while it delivers. Default 16; between 1
+    /// and <see cref="MaxConcurrentDeliveriesLimit"/>.
+    /// </summary>
+    public int MaxConcurrentDeliveries { get; set; } = 16;
 
     /// <summary>
     /// How long a parked destination (its oldest pending OUT message refused for good, see
@@ -190,6 +205,12 @@ public sealed class DarqOptions
         if (DeliveryBatchBytes < 1)
         {
             throw new ArgumentOutOfRangeException(nameof(DeliveryBatchBytes), DeliveryBatchBytes, "DarqOptions.DeliveryBatchBytes must be positive.");
+        }
+
+        if (MaxConcurrentDeliveries is < 1 or > MaxConcurrentDeliveriesLimit)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxConcurrentDeliveries), MaxConcurrentDeliveries,
+                $"DarqOptions.MaxConcurrentDeliveries must be between 1 and {MaxConcurrentDeliveriesLimit}.");
         }
 
         if (ParkedDeliveryRetryInterval <= TimeSpan.Zero && ParkedDeliveryRetryInterval != Timeout.InfiniteTimeSpan)
