@@ -1,3 +1,4 @@
+using Dse.Storage;
 using System.Buffers;
 using System.Diagnostics;
 using Microsoft.Extensions.Logging;
@@ -20,14 +21,6 @@ namespace Dse.Coordinator;
 /// </remarks>
 public sealed class FileCoordinatorLog : ICoordinatorLog
 {
-    /// <summary>Windows ERROR_SHARING_VIOLATION and ERROR_LOCK_VIOLATION.</summary>
-    private const int ErrorSharingViolation = 32;
-    private const int ErrorLockViolation = 33;
-
-    /// <summary>EWOULDBLOCK, which .NET reports as the raw errno when <c>flock</c> finds the file locked.</summary>
-    private const int LinuxEWouldBlock = 11;
-    private const int BsdEWouldBlock = 35;
-
     private readonly string _path;
     private readonly ILogger _logger;
 
@@ -80,7 +73,7 @@ public sealed class FileCoordinatorLog : ICoordinatorLog
             }
 
             _openCalled = true;
-            if (FileLockingDisabled())
+            if (StorageFence.FileLockingDisabled())
             {
                 throw new InvalidOperationException(
                     $"Coordinator log {Description} cannot be fenced: file locking is disabled for this process " +
@@ -174,35 +167,6 @@ public sealed class FileCoordinatorLog : ICoordinatorLog
         }
     }
 
-    /// <summary>Whether this process asked .NET not to take file locks, which would silently disable fencing.</summary>
-    private static bool FileLockingDisabled()
-    {
-        if (OperatingSystem.IsWindows())
-        {
-            // Windows enforces share modes itself; the switch only affects Unix.
-            return false;
-        }
-
-        if (AppContext.TryGetSwitch("System.IO.DisableFileLocking", out bool disabled))
-        {
-            return disabled;
-        }
-
-        string? variable = Environment.GetEnvironmentVariable("DOTNET_SYSTEM_IO_DISABLEFILELOCKING");
-        return variable is not null && (variable == "1" || variable.Equals("true", StringComparison.OrdinalIgnoreCase));
-    }
-
-    /// <summary>Whether opening failed because another open file holds the lock.</summary>
-    private static bool IsLockConflict(IOException exception)
-    {
-        if (OperatingSystem.IsWindows())
-        {
-            return (exception.HResult & 0xFFFF) is ErrorSharingViolation or ErrorLockViolation;
-        }
-
-        return exception.HResult == (OperatingSystem.IsLinux() ? LinuxEWouldBlock : BsdEWouldBlock);
-    }
-
     private FileStream OpenLocked()
     {
         string? directory = Path.GetDirectoryName(_path);
@@ -223,7 +187,7 @@ public sealed class FileCoordinatorLog : ICoordinatorLog
                 BufferSize = 0,
             });
         }
-        catch (IOException ex) when (IsLockConflict(ex))
+        catch (IOException ex) when (StorageFence.IsLockConflict(ex))
         {
             throw new CoordinatorLogFencedException(
                 $"Coordinator log {Description} is held by another coordinator (another instance or process has it open and locked); " +

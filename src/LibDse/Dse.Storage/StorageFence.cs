@@ -164,7 +164,8 @@ public sealed class StorageFence : IAsyncDisposable
         return fence;
     }
 
-    private static bool IsLockConflict(IOException exception)
+    /// <summary>Whether opening a file with <see cref="FileShare.None"/> failed because another open file holds its lock (also used by the coordinator's file log).</summary>
+    internal static bool IsLockConflict(IOException exception)
     {
         if (OperatingSystem.IsWindows())
         {
@@ -174,8 +175,8 @@ public sealed class StorageFence : IAsyncDisposable
         return exception.HResult == (OperatingSystem.IsLinux() ? LinuxEWouldBlock : BsdEWouldBlock);
     }
 
-    /// <summary>Whether this process asked .NET not to take file locks, which silently disables the lock.</summary>
-    private static bool FileLockingDisabled()
+    /// <summary>Whether this process asked .NET not to take file locks, which silently disables the lock (also used by the coordinator's file log).</summary>
+    internal static bool FileLockingDisabled()
     {
         if (OperatingSystem.IsWindows())
         {
