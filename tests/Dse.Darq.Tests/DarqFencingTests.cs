@@ -179,6 +179,50 @@ public sealed class DarqPageBlobFencingTests(AzuriteFixture azurite, ITestOutput
         Assert.False((await reopened.EnqueueAsync(Producer, 9, "new9".Bytes())).IsDuplicate);
     }
 
+    [Fact]
+    public async Task DeliveryLoop_InstanceFenced_StopsWithOneErrorAndFailsDeliveryWaiters()
+    {
+        var logs = new ListLogger();
+        var options = Options();
+        options.Destinations = new UnreachableDestinations();
+        var old = await Darq.OpenAsync(options, logs);
+        try
+        {
+            var processor = await old.RegisterProcessorAsync();
+            var step = await processor.StepAsync(new DarqStep().AddOut("elsewhere", "out".Bytes()));
+            await old.CommitAsync();
+            var waiter = old.WaitForDeliveredAsync(step.OutLsns[0]).AsTask();
+
+            await using (var taker = await Darq.OpenAsync(Options()))
+            {
+                Assert.Equal(1, taker.PendingOutCount);
+
+                // The old instance learns of the takeover at its next write.
+                await old.EnqueueAsync(Producer, 1, "late".Bytes());
+                await Assert.ThrowsAsync<StorageFencedException>(() => old.CommitAsync().AsTask());
+
+                // Its delivery stops: the waiter gets the fencing error instead of waiting for an acknowledgement that
+                // can never be recorded (the time limit only turns a hang into a failure).
+                var refused = await Assert.ThrowsAsync<StorageFencedException>(() => waiter.WaitAsync(TimeSpan.FromSeconds(60)));
+                output.WriteLine(refused.Message);
+                Assert.Contains("fenced", refused.Message, StringComparison.Ordinal);
+                await Assert.ThrowsAsync<StorageFencedException>(() => old.WaitForDeliveredAsync(step.OutLsns[0]).AsTask());
+            }
+
+            // One error says so; the loop does not go on logging failed passes.
+            Assert.Single(logs.Entries, e => e.EventId.Id == 4267);
+            Assert.DoesNotContain(logs.Entries, e => e.EventId.Id == 4013 && e.Exception is StorageFencedException);
+        }
+        finally
+        {
+            await old.DisposeAsync();
+        }
+
+        // The message is still pending for the owner of the storage.
+        await using var reopened = await Darq.OpenAsync(Options());
+        Assert.Equal(1, reopened.PendingOutCount);
+    }
+
     private static async Task EnqueueAsync(Darq darq, string prefix, int first, int last)
     {
         for (int value = first; value <= last; value++)
@@ -188,4 +232,13 @@ public sealed class DarqPageBlobFencingTests(AzuriteFixture azurite, ITestOutput
     }
 
     private DarqOptions Options() => HostStorage.PageBlobs(azurite.ConnectionString, _container);
+
+    /// <summary>Every destination is down: OUT messages stay pending and the delivery loop keeps retrying.</summary>
+    private sealed class UnreachableDestinations : IDarqDestinations, IDarqDestination
+    {
+        public IDarqDestination? Resolve(string name) => this;
+
+        public ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken) =>
+            ValueTask.FromException(new IOException($"Destination '{delivery.Destination}' is unreachable (test)."));
+    }
 }

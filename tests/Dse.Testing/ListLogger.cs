@@ -2,8 +2,8 @@ using Microsoft.Extensions.Logging;
 
 namespace Dse.Testing;
 
-/// <summary>Collects log entries so that tests can assert on them.</summary>
-public sealed class ListLogger : ILogger
+/// <summary>Collects log entries so that tests can assert on them; as a factory, every logger it creates is itself.</summary>
+public sealed class ListLogger : ILogger, ILoggerFactory
 {
     private readonly List<(LogLevel Level, EventId EventId, string Message, Exception? Exception)> _entries = [];
 
@@ -31,5 +31,15 @@ public sealed class ListLogger : ILogger
         {
             _entries.Add((logLevel, eventId, formatter(state, exception), exception));
         }
+    }
+
+    public ILogger CreateLogger(string categoryName) => this;
+
+    public void AddProvider(ILoggerProvider provider)
+    {
+    }
+
+    public void Dispose()
+    {
     }
 }

@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using System.Diagnostics;
+using Dse.Storage;
 
 namespace Dse.Darq;
 
@@ -47,6 +48,7 @@ public sealed partial class Darq
         var collected = new List<KeyValuePair<long, PendingOut>>();
         var errorDelay = TimeSpan.Zero;
         int waitingLogged = 0;
+        bool fenced = false;
         try
         {
             while (true)
@@ -81,6 +83,14 @@ public sealed partial class Darq
                 {
                     return;
                 }
+                catch (Exception e) when (e is StorageFencedException || FencedException() is not null)
+                {
+                    // Another instance owns the storage: no acknowledgement can be recorded here again, and that
+                    // instance delivers the pending messages itself. Retrying would only log the same error forever.
+                    DarqLog.DeliveryLoopFenced(_logger, e, Name);
+                    fenced = true;
+                    return;
+                }
 #pragma warning disable CA1031 // The loop is the DARQ's only sender: an unexpected error must not end delivery silently.
                 catch (Exception e)
 #pragma warning restore CA1031
@@ -104,6 +114,13 @@ public sealed partial class Darq
             if (turns.Length > 0)
             {
                 DarqInstrumentation.DeliveryLanesActive.Add(-turns.Length, _tag);
+            }
+
+            if (fenced)
+            {
+                // Nothing will acknowledge a pending message here any more: waiters of WaitForDeliveredAsync look again
+                // and get the fencing error instead of waiting for progress that never comes.
+                await PulseDeliveryProgressAsync(CancellationToken.None).ConfigureAwait(false);
             }
         }
     }
@@ -291,6 +308,10 @@ public sealed partial class Darq
         catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
         {
             // The DARQ closed.
+        }
+        catch (Exception e) when (e is StorageFencedException || FencedException() is not null)
+        {
+            // Fenced: the dispatcher's next pass finds out too, stops delivery and logs it once.
         }
 #pragma warning disable CA1031 // A lane must report its end whatever happened, or its destination would never get another turn.
         catch (Exception e)
