@@ -28,6 +28,36 @@ public sealed class RemoteProcessorTests
     }
 
     [Fact]
+    public async Task ReadAllAsync_BacklogBeyondTheServersBudget_StreamsEveryMessageInOrderFromItsLog()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync(o => o.MaxBufferedInBytes = 4096);
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 1);
+        var sent = new List<(long Lsn, string Text)>();
+        for (int i = 0; i < 60; i++)
+        {
+            string text = i.ToString("D3", System.Globalization.CultureInfo.InvariantCulture) + new string('x', 1000);
+            sent.Add(((await producer.EnqueueAsync(text.Bytes())).Lsn, text));
+        }
+
+        await darq.CommitAsync();
+        Assert.True(darq.SpilledInCount > 50, $"{darq.SpilledInCount} messages spilled");
+
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        await using var messages = processor.ReadAllAsync().GetAsyncEnumerator();
+        var received = new List<(long Lsn, string Text)>();
+        for (int i = 0; i < sent.Count; i++)
+        {
+            var message = Assert.Single(await messages.TakeAsync(1));
+            received.Add((message.Lsn, message.Text()));
+            await processor.StepAsync(new DarqStep().Consume(message));
+        }
+
+        Assert.Equal(sent, received);
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task StepAsync_ThenReregister_ReplaysSelfFirstThenUnconsumedIn()
     {
         await using var darq = await new TestStorage("orders").OpenAsync();

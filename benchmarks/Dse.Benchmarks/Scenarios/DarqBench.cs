@@ -42,6 +42,9 @@ internal sealed class DarqBench : IDisposable
         CommitDevice = NewDevice("darq-commit"),
         CommitInterval = CommitInterval,
         MemorySize = MemorySize,
+        // The default budget, or more when the log's memory is larger (darq-step): IN payloads then stay in memory as
+        // long as the log's do, so a step reads its message from memory on both sides.
+        MaxBufferedInBytes = Math.Max(MemorySize, new DarqOptions().MaxBufferedInBytes),
     });
 
     /// <summary>A raw FasterLog with DARQ's settings, committed every <see cref="CommitInterval"/> by a background loop.</summary>

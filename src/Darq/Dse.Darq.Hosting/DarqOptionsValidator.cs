@@ -35,6 +35,11 @@ internal sealed class DarqOptionsValidator(DarqHostRegistry registry) : IValidat
             failures.Add($"DARQ '{name}': DarqOptions.MaxMessageSize must be between 1 and a quarter of DarqOptions.PageSize ({options.PageSize / 4}); got {options.MaxMessageSize}.");
         }
 
+        if (options.MaxBufferedInBytes < 0)
+        {
+            failures.Add($"DARQ '{name}': DarqOptions.MaxBufferedInBytes must be 0 or more; got {options.MaxBufferedInBytes}.");
+        }
+
         return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
     }
 }

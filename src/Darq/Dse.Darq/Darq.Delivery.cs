@@ -256,11 +256,15 @@ public sealed partial class Darq
         return _options.CommitInterval == Timeout.InfiniteTimeSpan ? CommitAsync(cancellationToken) : WaitForCommitAsync(address, cancellationToken);
     }
 
-    /// <summary>Called after every commit: wakes the delivery loop, and (speculation off) releases newly committed messages to the processor.</summary>
+    /// <summary>
+    /// Called after every commit: wakes the delivery loop and the feed loop (spilled messages are read back once
+    /// committed), and (speculation off) releases newly committed messages to the processor.
+    /// </summary>
     private void SignalDelivery()
     {
         _deliverySignal.Writer.TryWrite(true);
         Volatile.Read(ref _processor)?.ReleaseCommitted();
+        SignalFeed();
     }
 
     /// <summary>Wakes waiters of <see cref="WaitForDeliveredAsync"/>; call under the gate.</summary>

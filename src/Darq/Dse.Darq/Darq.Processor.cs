@@ -35,13 +35,15 @@ public sealed partial class Darq
                 selfCount += message.Kind != DarqMessageKind.In ? 1 : 0;
             }
 
-            processor = new DarqProcessor(this, incarnation, _unconsumed.Count, holdUncommitted: _options.Speculation == DarqSpeculationMode.Off);
-            // SELF messages (activities are SELF messages too) first, then IN messages, each in LSN order.
+            processor = new DarqProcessor(this, incarnation, _unconsumed.Count, holdUncommitted: _options.Speculation == DarqSpeculationMode.Off,
+                replayEnd: _log.TailAddress);
+            // SELF messages (activities are SELF messages too) first, then IN messages, each in LSN order. Spilled IN
+            // messages (all after the buffered ones) follow from the feed loop.
             foreach (bool selfPass in (ReadOnlySpan<bool>)[true, false])
             {
                 foreach (var (lsn, message) in _unconsumed)
                 {
-                    if ((message.Kind != DarqMessageKind.In) == selfPass)
+                    if ((message.Kind != DarqMessageKind.In) == selfPass && !message.IsSpilled)
                     {
                         processor.Deliver(new DarqMessage(lsn, message.Kind, message.Payload, IsReplay: true));
                     }
@@ -49,6 +51,7 @@ public sealed partial class Darq
             }
 
             _processor = processor;
+            SignalFeed();
             DarqLog.ProcessorRegistered(_logger, Name, incarnation, selfCount, _unconsumed.Count - selfCount);
             if (DarqInstrumentation.ReplaySize.Enabled)
             {

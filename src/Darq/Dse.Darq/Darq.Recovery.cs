@@ -137,7 +137,9 @@ public sealed partial class Darq
         switch (kind)
         {
             case DarqEntryKind.In:
-                AddUnconsumed(address, new PendingMessage(DarqMessageKind.In, new StepStart(address, sequence), body[16..].ToArray()));
+                var payload = body[16..];
+                var start = new StepStart(address, sequence);
+                AddUnconsumed(address, MayBufferIn(payload.Length) ? new PendingMessage(DarqMessageKind.In, start, payload.ToArray()) : SpilledIn(start, payload.Length));
                 break;
             case DarqEntryKind.Self:
                 var selfKind = (DarqEntryFormat.Flags(entry) & DarqEntryFormat.ActivityFlag) != 0 ? DarqMessageKind.Activity : DarqMessageKind.Self;

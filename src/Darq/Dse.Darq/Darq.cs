@@ -170,6 +170,7 @@ public sealed partial class Darq : IAsyncDisposable
                 darq._commitLoop = darq.RunCommitLoopAsync();
             }
 
+            darq._feedLoop = darq.RunFeedLoopAsync();
             if (options.Destinations is { } destinations)
             {
                 // The first pass sends what recovery found committed and pending.
@@ -300,7 +301,7 @@ public sealed partial class Darq : IAsyncDisposable
             await _dse.DisposeAsync().ConfigureAwait(false);
         }
 
-        foreach (var loop in new[] { _commitLoop, _deliveryLoop })
+        foreach (var loop in new[] { _commitLoop, _deliveryLoop, _feedLoop })
         {
             try
             {
@@ -490,7 +491,9 @@ public sealed partial class Darq : IAsyncDisposable
     /// <summary>Applies an appended IN entry to the in-memory state; under the gate, cannot fail.</summary>
     private DarqEnqueueResult ApplyEnqueue(byte[] entry, long lsn, long producerId, long sequenceNumber, bool dedup)
     {
-        var message = new PendingMessage(DarqMessageKind.In, new StepStart(lsn, _nextSequence), entry.AsMemory(DarqEntryFormat.HeaderSize + 16));
+        var payload = entry.AsMemory(DarqEntryFormat.HeaderSize + 16);
+        var start = new StepStart(lsn, _nextSequence);
+        var message = MayBufferIn(payload.Length) ? new PendingMessage(DarqMessageKind.In, start, payload) : SpilledIn(start, payload.Length);
         _nextSequence++;
         if (dedup)
         {
@@ -504,7 +507,16 @@ public sealed partial class Darq : IAsyncDisposable
 
         AddUnconsumed(lsn, message);
         Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-        _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
+        if (!message.IsSpilled)
+        {
+            // Buffered: nothing is spilled, so the processor has every older IN message already.
+            _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
+        }
+        else
+        {
+            SignalFeed();
+        }
+
         DarqInstrumentation.Enqueues.Add(1, _tag);
         return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
     }
@@ -513,7 +525,11 @@ public sealed partial class Darq : IAsyncDisposable
     private void AddUnconsumed(long lsn, PendingMessage message)
     {
         _unconsumed.Add(lsn, message);
-        if (message.Kind == DarqMessageKind.Self)
+        if (message.Kind == DarqMessageKind.In)
+        {
+            CountInAdded(lsn, message);
+        }
+        else if (message.Kind == DarqMessageKind.Self)
         {
             Volatile.Write(ref _unconsumedSelfCount, _unconsumedSelfCount + 1);
             Volatile.Write(ref _unconsumedSelfBytes, _unconsumedSelfBytes + message.Payload.Length);
@@ -529,7 +545,11 @@ public sealed partial class Darq : IAsyncDisposable
             return false;
         }
 
-        if (message.Kind == DarqMessageKind.Self)
+        if (message.Kind == DarqMessageKind.In)
+        {
+            CountInRemoved(message);
+        }
+        else if (message.Kind == DarqMessageKind.Self)
         {
             Volatile.Write(ref _unconsumedSelfCount, _unconsumedSelfCount - 1);
             Volatile.Write(ref _unconsumedSelfBytes, _unconsumedSelfBytes - message.Payload.Length);
@@ -544,6 +564,8 @@ public sealed partial class Darq : IAsyncDisposable
         _unconsumed.Clear();
         Volatile.Write(ref _unconsumedSelfCount, 0);
         Volatile.Write(ref _unconsumedSelfBytes, 0L);
+        Volatile.Write(ref _bufferedInBytes, 0L);
+        Volatile.Write(ref _spilledInCount, 0);
     }
 
     /// <summary>The plain SELF counters match <see cref="_unconsumed"/> (an O(n) recount: debug builds, after recovery, rebuild and checkpoint).</summary>
@@ -815,9 +837,13 @@ public sealed partial class Darq : IAsyncDisposable
 
     /// <summary>
     /// An unconsumed IN or SELF message: its kind, the start of the step that appended it (an IN message is a step of
-    /// its own) and its payload.
+    /// its own) and its payload (none for a spilled IN message, read back from the log when the processor gets to it).
     /// </summary>
-    private sealed record PendingMessage(DarqMessageKind Kind, StepStart Step, ReadOnlyMemory<byte> Payload);
+    private sealed record PendingMessage(DarqMessageKind Kind, StepStart Step, ReadOnlyMemory<byte> Payload, int SpilledLength = -1)
+    {
+        /// <summary>Whether the payload is in the log only (an IN message beyond <see cref="DarqOptions.MaxBufferedInBytes"/>); <see cref="SpilledLength"/> is its length then.</summary>
+        public bool IsSpilled => SpilledLength >= 0;
+    }
 
     /// <summary>Where a step (the unit truncation keeps whole) begins: its first entry's LSN and sequence number.</summary>
     private readonly record struct StepStart(long Lsn, long Sequence);

@@ -74,5 +74,8 @@ public static class DarqInstrumentation
         "Time an action waited for the coordinator to commit before starting (general speculation backpressure).");
 
     /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
+    internal static readonly Counter<long> FedFromLog = Meter.CreateCounter<long>("dse.darq.in.fed_from_log", "{message}",
+        "Spilled IN messages read back from the log and handed to the processor (the backlog beyond DarqOptions.MaxBufferedInBytes).");
+
     internal static readonly Counter<long> MessagesRefused = Meter.CreateCounter<long>("dse.darq.messages.refused", "{message}", "Messages or acknowledgements refused for a lower world-line (general speculation).");
 }

@@ -73,4 +73,12 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4017, Level = LogLevel.Information,
         Message = "DARQ '{Darq}' tries parked destination '{Destination}' again ({Why}).")]
     public static partial void DeliveryUnparked(ILogger logger, string darq, string destination, string why);
+
+    [LoggerMessage(EventId = 4018, Level = LogLevel.Error,
+        Message = "DARQ '{Darq}' cannot hand its processor a spilled IN message: reading it back from the log found it damaged. The processor's stream ends with this error; nothing was consumed.")]
+    public static partial void FeedFailed(ILogger logger, Exception exception, string darq);
+
+    [LoggerMessage(EventId = 4019, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' could not read spilled IN messages back from the log; trying again.")]
+    public static partial void FeedRetry(ILogger logger, Exception exception, string darq);
 }

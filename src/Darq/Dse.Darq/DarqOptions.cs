@@ -44,6 +44,15 @@ public sealed class DarqOptions
     public int MaxMessageSize { get; set; } = 256 * 1024;
 
     /// <summary>
+    /// The most IN payload bytes an instance keeps in memory, for its processor to read without touching storage. Default
+    /// 64 MiB; 0 or more. An IN message that arrives when the budget is used up (or while older ones already wait in the
+    /// log only) keeps only its place in memory: its payload is read back from the log, in LSN order, when the processor
+    /// gets to it, once it is committed. So a backlog larger than memory waits on disk, not on the heap; a processor that
+    /// keeps up never reads its messages back. A message handed to the processor counts until it is consumed.
+    /// </summary>
+    public long MaxBufferedInBytes { get; set; } = 64L << 20;
+
+    /// <summary>
     /// The most producers the deduplication table holds; an enqueue from one more producer id is refused. It sizes the
     /// commit records. Default 65,536; between 1 and 4,194,304.
     /// </summary>
@@ -178,6 +187,11 @@ public sealed class DarqOptions
         {
             throw new ArgumentOutOfRangeException(nameof(MaxMessageSize), MaxMessageSize,
                 $"The largest message must be between 1 byte and a quarter of the page size ({PageSize / 4} bytes).");
+        }
+
+        if (MaxBufferedInBytes < 0)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxBufferedInBytes), MaxBufferedInBytes, "The buffered IN bytes must be 0 or more.");
         }
 
         if (MaxProducers is < 1 or > 4_194_304)

@@ -16,12 +16,13 @@ public sealed partial class DarqProcessor
     /// <summary>Speculation off: messages not yet committed, in delivery order, held back until a commit covers them.</summary>
     private readonly Queue<DarqMessage>? _held;
 
-    internal DarqProcessor(Darq darq, long incarnation, int replayCount, bool holdUncommitted = false)
+    internal DarqProcessor(Darq darq, long incarnation, int replayCount, bool holdUncommitted = false, long replayEnd = long.MaxValue)
     {
         _darq = darq;
         _held = holdUncommitted ? new Queue<DarqMessage>() : null;
         Incarnation = incarnation;
         ReplayCount = replayCount;
+        ReplayEnd = replayEnd;
     }
 
     /// <summary>The persisted incarnation number this registration received.</summary>
@@ -29,6 +30,9 @@ public sealed partial class DarqProcessor
 
     /// <summary>How many messages the replay at registration holds (SELF first, then IN); they come before any live message.</summary>
     public int ReplayCount { get; }
+
+    /// <summary>Every IN message below this LSN was in the log at registration (replay); the ones from it on are live traffic.</summary>
+    internal long ReplayEnd { get; }
 
     /// <summary>The messages to step; each says whether it is replay or live traffic.</summary>
     public ChannelReader<DarqMessage> Messages => _messages.Reader;
@@ -135,4 +139,7 @@ public sealed partial class DarqProcessor
         => _messages.Writer.TryComplete(new DarqStaleIncarnationException(darqName, Incarnation, newIncarnation));
 
     internal void Close() => _messages.Writer.TryComplete();
+
+    /// <summary>Ends the stream with <paramref name="error"/> after the messages already in it (a spilled message that cannot be read back).</summary>
+    internal void Fail(Exception error) => _messages.Writer.TryComplete(error);
 }

@@ -144,7 +144,30 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
     public Enumerator GetEnumerator()
     {
         EnsureSorted();
-        return new Enumerator(this);
+        return new Enumerator(this, _head);
+    }
+
+    /// <summary>The entries whose keys are <paramref name="key"/> or more, in key order (found by binary search); the map must not change during the enumeration.</summary>
+    /// <param name="key">The smallest key to enumerate.</param>
+    public FromCollection From(long key)
+    {
+        EnsureSorted();
+        int low = _head;
+        int high = _tail;
+        while (low < high)
+        {
+            int middle = low + ((high - low) / 2);
+            if (_order[middle] < key)
+            {
+                low = middle + 1;
+            }
+            else
+            {
+                high = middle;
+            }
+        }
+
+        return new FromCollection(new Enumerator(this, low));
     }
 
     IEnumerator<KeyValuePair<long, TValue>> IEnumerable<KeyValuePair<long, TValue>>.GetEnumerator() => GetEnumerator();
@@ -256,11 +279,11 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
         private int _index;
         private KeyValuePair<long, TValue> _current;
 
-        internal Enumerator(LsnOrderedMap<TValue> map)
+        internal Enumerator(LsnOrderedMap<TValue> map, int index)
         {
             _map = map;
             _version = map._version;
-            _index = map._head;
+            _index = index;
             _current = default;
         }
 
@@ -297,6 +320,13 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
         public readonly void Dispose()
         {
         }
+    }
+
+    /// <summary>The entries from a key on, in key order (see <see cref="From"/>).</summary>
+    public readonly struct FromCollection(Enumerator start)
+    {
+        /// <summary>Enumerates the entries from the key on.</summary>
+        public Enumerator GetEnumerator() => start;
     }
 
     /// <summary>The keys in increasing order.</summary>

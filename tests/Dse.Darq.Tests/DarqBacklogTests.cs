@@ -1,0 +1,269 @@
+using System.Globalization;
+using System.Text;
+using System.Threading.Channels;
+
+namespace Dse.Darq.Tests;
+
+/// <summary>
+/// The IN backlog beyond <see cref="DarqOptions.MaxBufferedInBytes"/>: spilled messages keep only their place in memory
+/// and reach the processor from the log, in LSN order, with their payloads intact, while the memory held stays bounded.
+/// </summary>
+public sealed class DarqBacklogTests
+{
+    private const int PayloadSize = 1024;
+    private const long Budget = 8 * PayloadSize;
+
+    /// <summary>How long a read may wait for the feed loop before the test fails instead of hanging.</summary>
+    private static readonly TimeSpan ReadLimit = TimeSpan.FromSeconds(60);
+
+    [Fact]
+    public async Task Register_BacklogBeyondBudget_ReplaysEveryMessageInOrderFromTheLog()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = Budget);
+        var lsns = await EnqueueAsync(darq, 0, 300);
+        await darq.CommitAsync();
+
+        // Eight payloads fit the budget; the other 292 wait in the log only.
+        Assert.Equal(Budget, darq.BufferedInBytes);
+        Assert.Equal(292, darq.SpilledInCount);
+
+        var processor = await darq.RegisterProcessorAsync();
+        await StepAllAsync(darq, processor, lsns, 0, isReplay: true);
+        Assert.Equal(0, darq.UnconsumedCount);
+        Assert.Equal(0, darq.SpilledInCount);
+        Assert.Equal(0, darq.BufferedInBytes);
+    }
+
+    [Theory]
+    [InlineData(DarqSpeculationMode.IntraParticipant)]
+    [InlineData(DarqSpeculationMode.Off)]
+    public async Task Enqueue_ProcessorFallsBehind_LiveMessagesSpillAndArriveInOrder(DarqSpeculationMode mode)
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o =>
+        {
+            o.MaxBufferedInBytes = Budget;
+            o.Speculation = mode;
+        });
+        var processor = await darq.RegisterProcessorAsync();
+
+        // The processor reads nothing while 200 messages arrive: the first eight are handed over, the rest spill.
+        var lsns = await EnqueueAsync(darq, 0, 200);
+        Assert.Equal(192, darq.SpilledInCount);
+        await darq.CommitAsync();
+        await StepAllAsync(darq, processor, lsns, 0, isReplay: false);
+
+        // Caught up, it gets live messages straight from the enqueue again.
+        var more = await EnqueueAsync(darq, 200, 3);
+        Assert.Equal(0, darq.SpilledInCount);
+        await darq.CommitAsync();
+        await StepAllAsync(darq, processor, more, 200, isReplay: false);
+    }
+
+    [Fact]
+    public async Task OpenAsync_BacklogBeyondBudget_RecoversWithBoundedMemoryAndReplaysAll()
+    {
+        var storage = new DarqTestStorage();
+        IReadOnlyList<long> lsns;
+        await using (var first = await storage.OpenAsync(o => o.MaxBufferedInBytes = long.MaxValue))
+        {
+            lsns = await EnqueueAsync(first, 0, 300);
+            Assert.Equal(300L * PayloadSize, first.BufferedInBytes);
+            await first.CommitAsync();
+        }
+
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = Budget);
+        Assert.Equal(Budget, darq.BufferedInBytes);
+        Assert.Equal(292, darq.SpilledInCount);
+        var processor = await darq.RegisterProcessorAsync();
+        await StepAllAsync(darq, processor, lsns, 0, isReplay: true);
+    }
+
+    [Fact]
+    public async Task OpenAsync_NoBudget_EveryMessageIsReadBackOneAtATime()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = 0);
+        var lsns = await EnqueueAsync(darq, 0, 20);
+        Assert.Equal(20, darq.SpilledInCount);
+        await darq.CommitAsync();
+        var processor = await darq.RegisterProcessorAsync();
+        await StepAllAsync(darq, processor, lsns, 0, isReplay: true, budget: 0);
+    }
+
+    [Fact]
+    public async Task Step_ConsumesSpilledMessageNotYetHandedOver_FeedSkipsIt()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = Budget);
+        var lsns = await EnqueueAsync(darq, 0, 50);
+        await darq.CommitAsync();
+        var processor = await darq.RegisterProcessorAsync();
+
+        // A processor may consume an LSN it learned elsewhere before reading it.
+        await processor.StepAsync(new DarqStep().Consume(lsns[30]));
+        Assert.Equal(41, darq.SpilledInCount);
+
+        var seen = new List<int>();
+        for (int i = 0; i < 49; i++)
+        {
+            var message = await ReadAsync(processor);
+            seen.Add(Index(message));
+            await processor.StepAsync(new DarqStep().Consume(message));
+        }
+
+        Assert.Equal(Enumerable.Range(0, 50).Where(i => i != 30), seen);
+        Assert.Equal(0, darq.UnconsumedCount);
+        Assert.False(processor.Messages.TryRead(out _));
+    }
+
+    [Fact]
+    public async Task Feed_SpilledEntryDamagedOnStorage_StreamEndsWithErrorNamingTheAddressAndNothingIsConsumed()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = 4 * PayloadSize);
+
+        // Ten pages of messages: the log keeps four in memory, so the first ones are read back from the device.
+        var lsns = await EnqueueAsync(darq, 0, 600);
+        await darq.CommitAsync();
+        storage.CorruptLog(lsns[10] + 64);
+
+        var processor = await darq.RegisterProcessorAsync();
+        for (int i = 0; i < 10; i++)
+        {
+            var message = await ReadAsync(processor);
+            Assert.Equal(i, Index(message));
+            await processor.StepAsync(new DarqStep().Consume(message));
+        }
+
+        // The stream ends with the error (ReadAsync wraps it, as for any completed channel; ReadAllAsync throws it as is).
+        var closed = await Assert.ThrowsAsync<ChannelClosedException>(() => ReadAsync(processor));
+        var error = Assert.IsType<InvalidDataException>(closed.InnerException);
+        Assert.Contains($"corrupt at address {lsns[10]}", error.Message, StringComparison.Ordinal);
+        Assert.Equal(590, darq.UnconsumedCount);
+        Assert.Equal(590, darq.SpilledInCount);
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task OpenAsync_CrashWithSpilledBacklog_ReplaysTheCommittedMessagesOnly()
+    {
+        var storage = new DarqTestStorage();
+        IReadOnlyList<long> lsns;
+        await using (var first = await storage.OpenAsync(o => o.MaxBufferedInBytes = Budget))
+        {
+            lsns = await EnqueueAsync(first, 0, 100);
+            await first.CommitAsync();
+            await EnqueueAsync(first, 100, 20);
+            storage.CrashNow();
+        }
+
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = Budget);
+        Assert.Equal(100, darq.UnconsumedCount);
+        Assert.Equal(92, darq.SpilledInCount);
+        var processor = await darq.RegisterProcessorAsync();
+        await StepAllAsync(darq, processor, lsns, 0, isReplay: true);
+        Assert.False(processor.Messages.TryRead(out _));
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Restore_GeneralSpeculationWithSpilledBacklog_RollsBackAndFeedsWhatSurvived()
+    {
+        using var guard = new CancellationTokenSource(ReadLimit);
+        var coordinator = new ClusterCoordinator();
+        var aStorage = new DarqTestStorage();
+        var bStorage = new DarqTestStorage();
+        Action<DarqOptions> bOptions = o =>
+        {
+            DarqGeneralSpeculationTests.General("b", 2, coordinator)(o);
+            o.MaxBufferedInBytes = 4 * PayloadSize;
+        };
+
+        await using var b = await bStorage.OpenAsync(bOptions);
+        var kept = new List<long>();
+        await using (var a = await aStorage.OpenAsync(DarqGeneralSpeculationTests.General("a", 1, coordinator)))
+        {
+            // B version 1: twenty messages, most of them spilled. B version 2: one more, which depends on A's version
+            // that never persists.
+            for (int i = 0; i < 20; i++)
+            {
+                kept.Add((await b.EnqueueAsync(5, i + 1, Payload(i), guard.Token)).Lsn);
+            }
+
+            await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+            await b.DseStateObject.WaitForCommitAsync(1, 0, guard.Token);
+            await a.EnqueueAsync("a".Bytes(), guard.Token);
+            await a.DseStateObject!.StartLocalActionAsync(guard.Token);
+            var fromA = a.DseStateObject.EndAction();
+            await b.ReceiveSpeculativeAsync(new DarqDelivery("a", 1, "b", Payload(99)) { DseHeader = fromA.ToArray() }, guard.Token);
+            Assert.Equal(17, b.SpilledInCount);
+            await b.DseStateObject.AdvanceVersionAsync(guard.Token);
+            aStorage.CrashNow();
+        }
+
+        await using var a2 = await aStorage.OpenAsync(DarqGeneralSpeculationTests.General("a", 1, coordinator));
+        await b.DseStateObject!.RefreshAsync(guard.Token);
+        Assert.Equal(1, b.DseStateObject.WorldLine);
+        Assert.Equal(20, b.UnconsumedCount);
+        Assert.Equal(16, b.SpilledInCount);
+        Assert.Equal(4L * PayloadSize, b.BufferedInBytes);
+
+        var processor = await b.RegisterProcessorAsync(guard.Token);
+        await StepAllAsync(b, processor, kept, 0, isReplay: true, budget: 4 * PayloadSize);
+        Assert.False(processor.Messages.TryRead(out _));
+    }
+
+    [Fact]
+    public async Task OpenAsync_NegativeBudget_Refused()
+    {
+        var storage = new DarqTestStorage();
+        var error = await Assert.ThrowsAsync<ArgumentOutOfRangeException>(() => storage.OpenAsync(o => o.MaxBufferedInBytes = -1));
+        Assert.Equal(nameof(DarqOptions.MaxBufferedInBytes), error.ParamName);
+    }
+
+    /// <summary>Enqueues <paramref name="count"/> messages numbered from <paramref name="first"/>, each <see cref="PayloadSize"/> bytes; returns their LSNs.</summary>
+    private static async Task<IReadOnlyList<long>> EnqueueAsync(Darq darq, int first, int count)
+    {
+        var lsns = new List<long>(count);
+        for (int i = first; i < first + count; i++)
+        {
+            lsns.Add((await darq.EnqueueAsync(Payload(i))).Lsn);
+        }
+
+        return lsns;
+    }
+
+    /// <summary>Reads and consumes one message at a time, checking each is the next one, whole, and that memory stays within the budget (plus one message).</summary>
+    private static async Task StepAllAsync(Darq darq, DarqProcessor processor, IReadOnlyList<long> lsns, int first, bool isReplay, long budget = Budget)
+    {
+        for (int i = 0; i < lsns.Count; i++)
+        {
+            var message = await ReadAsync(processor);
+            Assert.True(lsns[i] == message.Lsn, $"message {i}: LSN {message.Lsn}, expected {lsns[i]}");
+            Assert.Equal(DarqMessageKind.In, message.Kind);
+            Assert.Equal(isReplay, message.IsReplay);
+            Assert.True(Payload(first + i).Span.SequenceEqual(message.Payload.Span), $"message {i}: payload differs");
+            Assert.True(darq.BufferedInBytes <= budget + PayloadSize, $"message {i}: {darq.BufferedInBytes} bytes buffered, budget {budget}");
+            await processor.StepAsync(new DarqStep().Consume(message));
+        }
+    }
+
+    private static async Task<DarqMessage> ReadAsync(DarqProcessor processor) => await processor.Messages.ReadAsync().AsTask().WaitAsync(ReadLimit);
+
+    /// <summary>A payload that names its index and fills the rest with a pattern of it.</summary>
+    private static ReadOnlyMemory<byte> Payload(int index)
+    {
+        var payload = new byte[PayloadSize];
+        Encoding.ASCII.GetBytes(index.ToString("D6", CultureInfo.InvariantCulture)).CopyTo(payload, 0);
+        for (int i = 6; i < payload.Length; i++)
+        {
+            payload[i] = (byte)(index + i);
+        }
+
+        return payload;
+    }
+
+    private static int Index(DarqMessage message) => int.Parse(Encoding.ASCII.GetString(message.Payload.Span[..6]), CultureInfo.InvariantCulture);
+}
