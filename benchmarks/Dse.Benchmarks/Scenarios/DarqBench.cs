@@ -35,7 +35,9 @@ internal sealed class DarqBench : IDisposable
         ? DseDevices.CreateInMemory()
         : DseDevices.CreateLocalFile(Path.Combine(_directory, $"{name}-{Interlocked.Increment(ref _next)}.log"));
 
-    public Task<Darq.Darq> OpenDarqAsync() => Darq.Darq.OpenAsync(new DarqOptions
+    /// <summary>A DARQ on fresh devices with the shared settings.</summary>
+    /// <param name="maxBufferedInBytes">The IN payload budget; by default the larger of the default and the log's memory.</param>
+    public Task<Darq.Darq> OpenDarqAsync(long? maxBufferedInBytes = null) => Darq.Darq.OpenAsync(new DarqOptions
     {
         Name = "bench",
         LogDevice = NewDevice("darq"),
@@ -44,7 +46,7 @@ internal sealed class DarqBench : IDisposable
         MemorySize = MemorySize,
         // The default budget, or more when the log's memory is larger (darq-step): IN payloads then stay in memory as
         // long as the log's do, so a step reads its message from memory on both sides.
-        MaxBufferedInBytes = Math.Max(MemorySize, new DarqOptions().MaxBufferedInBytes),
+        MaxBufferedInBytes = maxBufferedInBytes ?? Math.Max(MemorySize, new DarqOptions().MaxBufferedInBytes),
     });
 
     /// <summary>A raw FasterLog with DARQ's settings, committed every <see cref="CommitInterval"/> by a background loop.</summary>

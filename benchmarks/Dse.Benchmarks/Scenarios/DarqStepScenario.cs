@@ -32,6 +32,15 @@ public sealed class DarqStepScenario : IScenario
     /// </summary>
     public const int CompletionRecordSize = 24 + 8 + 4 + 4 + 8;
 
+    /// <summary>
+    /// The DARQ's IN budget (<see cref="DarqOptions.MaxBufferedInBytes"/>) in the spilled phase of a full run: the default,
+    /// so that all but the first 64 MiB of the preload wait in the log only and are read back as the processor gets to them.
+    /// </summary>
+    public const long SpillBudget = 64L << 20;
+
+    /// <summary>The spilled phase's budget for a preload of <paramref name="messages"/>: <see cref="SpillBudget"/>, or a quarter of the preload when that is less (quick runs), so most of it is read back.</summary>
+    private static long SpillBudgetFor(int messages) => Math.Min(SpillBudget, (long)messages * DarqBench.MessageSize / 4);
+
     /// <summary>Messages per phase of each discarded warm-up round.</summary>
     public const int WarmupMessages = 50_000;
 
@@ -77,7 +86,8 @@ public sealed class DarqStepScenario : IScenario
         {
             await RunRoundAsync(bench, messages, outMessages, paper, withOut, context.CancellationToken);
             context.Log.WriteLine($"darq-step round {round + 1}, consume only: {paper.Describe("raw scan+append")}; " +
-                $"raw scan (copying)+append {paper.RawCopy.Ops[^1]:F0}/s (GC pauses {paper.RawCopy.Pause[^1]:P0}; CPU {paper.RawCopy.Cpu[^1]:F2} us per operation)");
+                $"raw scan (copying)+append {paper.RawCopy.Ops[^1]:F0}/s (GC pauses {paper.RawCopy.Pause[^1]:P0}; CPU {paper.RawCopy.Cpu[^1]:F2} us per operation); " +
+                $"steps through a spilled backlog {paper.Spilled.Ops[^1]:F0}/s (GC pauses {paper.Spilled.Pause[^1]:P0}; CPU {paper.Spilled.Cpu[^1]:F2} us per operation)");
             context.Log.WriteLine($"darq-step round {round + 1}, consume+OUT: {withOut.Describe("raw enqueue")}");
         }
 
@@ -100,6 +110,10 @@ public sealed class DarqStepScenario : IScenario
             .Add("copy_raw_ops", Stats.Median(paper.RawCopy.Ops), 0)
             .Add("copy_ratio", darqOps / Stats.Median(paper.RawCopy.Ops), 3)
             .Add("copy_raw_cpu_us", Stats.Median(paper.RawCopy.Cpu), 2)
+            .Add("spill_darq_ops", Stats.Median(paper.Spilled.Ops), 0)
+            .Add("spill_ratio", Stats.Median(paper.Spilled.Ops) / Stats.Median(paper.RawCopy.Ops), 3)
+            .Add("spill_cpu_us", Stats.Median(paper.Spilled.Cpu), 2)
+            .Add("spill_budget_bytes", SpillBudgetFor(messages))
             .Add("out_darq_ops", outDarqOps, 0)
             .Add("out_raw_ops", outRawOps, 0)
             .Add("out_ratio", outDarqOps / outRawOps, 3)
@@ -123,6 +137,7 @@ public sealed class DarqStepScenario : IScenario
         paper.RawCopy.Add(await MeasureRawScanAppendAsync(bench, messages, copy: true), s_lastCpuMicros, s_lastPauseShare);
         paper.Steps.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
         paper.Batched.Add(await MeasureBatchedStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
+        paper.Spilled.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, SpillBudgetFor(messages)), s_lastCpuMicros, s_lastPauseShare);
         withOut.Raw.Add(await MeasureRawEnqueueAsync(bench, outMessages), s_lastCpuMicros, s_lastPauseShare);
         withOut.Steps.Add(await MeasureStepsAsync(bench, outMessages, sendOut: true, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
         withOut.Batched.Add(await MeasureBatchedStepsAsync(bench, outMessages, sendOut: true, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
@@ -229,9 +244,10 @@ public sealed class DarqStepScenario : IScenario
     }
 
     /// <summary>A fresh DARQ with <paramref name="messages"/> 1 KB messages enqueued and committed, and its processor registered.</summary>
-    private static async Task<(Darq.Darq Darq, DarqProcessor Processor)> PreloadAsync(DarqBench bench, int messages, byte[] payload, CancellationToken cancellationToken)
+    private static async Task<(Darq.Darq Darq, DarqProcessor Processor)> PreloadAsync(DarqBench bench, int messages, byte[] payload, CancellationToken cancellationToken,
+        long? maxBufferedInBytes = null)
     {
-        var darq = await bench.OpenDarqAsync();
+        var darq = await bench.OpenDarqAsync(maxBufferedInBytes);
         try
         {
             for (int i = 0; i < messages; i++)
@@ -249,10 +265,11 @@ public sealed class DarqStepScenario : IScenario
         }
     }
 
-    private static async Task<double> MeasureStepsAsync(DarqBench bench, int messages, bool sendOut, CancellationToken cancellationToken)
+    private static async Task<double> MeasureStepsAsync(DarqBench bench, int messages, bool sendOut, CancellationToken cancellationToken,
+        long? maxBufferedInBytes = null)
     {
         var payload = DarqBench.Payload();
-        var (darq, processor) = await PreloadAsync(bench, messages, payload, cancellationToken);
+        var (darq, processor) = await PreloadAsync(bench, messages, payload, cancellationToken, maxBufferedInBytes);
         await using var owned = darq;
         int stepped = 0;
         // One step object reused for every step (DarqStep.Clear), as a processor loop would.
@@ -364,6 +381,9 @@ public sealed class DarqStepScenario : IScenario
 
         /// <summary>The consume-only variant's second baseline: the scan copies each entry out (unused by consume+OUT).</summary>
         public Phase RawCopy { get; } = new();
+
+        /// <summary>Consume-only steps through a backlog beyond the DARQ's IN budget, read back from the log (unused by consume+OUT).</summary>
+        public Phase Spilled { get; } = new();
 
         public Phase Steps { get; } = new();
 
