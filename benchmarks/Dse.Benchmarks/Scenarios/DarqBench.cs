@@ -122,11 +122,29 @@ internal sealed class DarqBench : IDisposable
             _stop.Dispose();
         }
 
+        /// <summary>
+        /// When set, each background commit first truncates the log until this address (what the consumer has
+        /// finished with), as a DARQ's group commit truncates its completed prefix; 0 leaves the log whole.
+        /// </summary>
+        public long TruncateUntil
+        {
+            get => Volatile.Read(ref _truncateUntil);
+            set => Volatile.Write(ref _truncateUntil, value);
+        }
+
+        private long _truncateUntil;
+
         private async Task CommitLoopAsync()
         {
             using var timer = new PeriodicTimer(CommitInterval);
             while (await timer.WaitForNextTickAsync(_stop.Token))
             {
+                long until = TruncateUntil;
+                if (until > Log.BeginAddress)
+                {
+                    Log.TruncateUntil(until);
+                }
+
                 Log.Commit();
             }
         }

@@ -87,6 +87,7 @@ public sealed class DarqStepScenario : IScenario
             await RunRoundAsync(bench, messages, outMessages, paper, withOut, context.CancellationToken);
             context.Log.WriteLine($"darq-step round {round + 1}, consume only: {paper.Describe("raw scan+append")}; " +
                 $"raw scan (copying)+append {paper.RawCopy.Ops[^1]:F0}/s (GC pauses {paper.RawCopy.Pause[^1]:P0}; CPU {paper.RawCopy.Cpu[^1]:F2} us per operation); " +
+                $"raw scan+append truncating {paper.RawTruncating.Ops[^1]:F0}/s (CPU {paper.RawTruncating.Cpu[^1]:F2} us per operation); " +
                 $"steps through a spilled backlog {paper.Spilled.Ops[^1]:F0}/s (GC pauses {paper.Spilled.Pause[^1]:P0}; CPU {paper.Spilled.Cpu[^1]:F2} us per operation)");
             context.Log.WriteLine($"darq-step round {round + 1}, consume+OUT: {withOut.Describe("raw enqueue")}");
         }
@@ -110,6 +111,9 @@ public sealed class DarqStepScenario : IScenario
             .Add("copy_raw_ops", Stats.Median(paper.RawCopy.Ops), 0)
             .Add("copy_ratio", darqOps / Stats.Median(paper.RawCopy.Ops), 3)
             .Add("copy_raw_cpu_us", Stats.Median(paper.RawCopy.Cpu), 2)
+            .Add("trunc_raw_ops", Stats.Median(paper.RawTruncating.Ops), 0)
+            .Add("trunc_ratio", darqOps / Stats.Median(paper.RawTruncating.Ops), 3)
+            .Add("trunc_raw_cpu_us", Stats.Median(paper.RawTruncating.Cpu), 2)
             .Add("spill_darq_ops", Stats.Median(paper.Spilled.Ops), 0)
             .Add("spill_ratio", Stats.Median(paper.Spilled.Ops) / Stats.Median(paper.RawCopy.Ops), 3)
             .Add("spill_cpu_us", Stats.Median(paper.Spilled.Cpu), 2)
@@ -135,6 +139,7 @@ public sealed class DarqStepScenario : IScenario
     {
         paper.Raw.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false), s_lastCpuMicros, s_lastPauseShare);
         paper.RawCopy.Add(await MeasureRawScanAppendAsync(bench, messages, copy: true), s_lastCpuMicros, s_lastPauseShare);
+        paper.RawTruncating.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false, truncate: true), s_lastCpuMicros, s_lastPauseShare);
         paper.Steps.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
         paper.Batched.Add(await MeasureBatchedStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
         paper.Spilled.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, SpillBudgetFor(messages)), s_lastCpuMicros, s_lastPauseShare);
@@ -160,7 +165,7 @@ public sealed class DarqStepScenario : IScenario
     /// with an iterator (the entries are in log memory; the consumer sees each in place, no copy) and append one
     /// <see cref="CompletionRecordSize"/>-byte entry naming its address, as a DARQ step appends its completion record.
     /// </summary>
-    private static async Task<double> MeasureRawScanAppendAsync(DarqBench bench, int messages, bool copy)
+    private static async Task<double> MeasureRawScanAppendAsync(DarqBench bench, int messages, bool copy, bool truncate = false)
     {
         await using var raw = bench.OpenRaw();
         var payload = DarqBench.Payload();
@@ -210,6 +215,11 @@ public sealed class DarqStepScenario : IScenario
             BinaryPrimitives.WriteInt64LittleEndian(completion.AsSpan(CompletionRecordSize - 8), reader.Address);
             await raw.EnqueueAsync(completion);
             scanned++;
+            if (truncate)
+            {
+                // The scanned entry is done with: the commit loop may truncate up to the next one.
+                raw.TruncateUntil = iterator.NextAddress;
+            }
         }
 
         var elapsed = clock.Elapsed;
@@ -381,6 +391,9 @@ public sealed class DarqStepScenario : IScenario
 
         /// <summary>The consume-only variant's second baseline: the scan copies each entry out (unused by consume+OUT).</summary>
         public Phase RawCopy { get; } = new();
+
+        /// <summary>The consume-only variant's third baseline: the in-place scan, with the commit loop truncating what was scanned (unused by consume+OUT).</summary>
+        public Phase RawTruncating { get; } = new();
 
         /// <summary>Consume-only steps through a backlog beyond the DARQ's IN budget, read back from the log (unused by consume+OUT).</summary>
         public Phase Spilled { get; } = new();

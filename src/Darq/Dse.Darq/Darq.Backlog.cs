@@ -80,12 +80,19 @@ public sealed partial class Darq
         }
 
         Volatile.Write(ref _bufferedInBytes, _bufferedInBytes - message.Payload.Length);
-        if (_spilledInCount > 0)
+        if (_spilledInCount > 0 && IsFeedLow())
         {
             // Room for the feed loop.
             SignalFeed();
         }
     }
+
+    /// <summary>
+    /// Whether the buffered IN bytes fell to the low-water mark (half the budget), below which the feed loop reads the next
+    /// spilled messages back: it reads in chunks of up to half the budget, not a message at a time as each is consumed.
+    /// Under the gate.
+    /// </summary>
+    private bool IsFeedLow() => _bufferedInBytes <= _options.MaxBufferedInBytes / 2;
 
     /// <summary>Wakes the feed loop when a processor may be handed spilled messages.</summary>
     private void SignalFeed()
@@ -170,6 +177,12 @@ public sealed partial class Darq
             }
 
             processor = registered;
+            if (!IsFeedLow())
+            {
+                // The processor has enough to work on; the loop is woken again at the low-water mark.
+                return false;
+            }
+
             long committed = _log.CommittedUntilAddress;
             long room = _options.MaxBufferedInBytes - _bufferedInBytes;
             long taken = 0;
