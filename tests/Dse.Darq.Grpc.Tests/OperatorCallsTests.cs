@@ -3,6 +3,7 @@ using Dse.Darq.Grpc.V1;
 using Grpc.Core;
 using Grpc.Core.Interceptors;
 using Grpc.Net.Client;
+using Microsoft.AspNetCore.Builder;
 
 namespace Dse.Darq.Grpc.Tests;
 
@@ -36,6 +37,54 @@ public sealed class OperatorCallsTests
         Assert.Empty(after.Parked);
         Assert.Equal(0, after.PendingOutCount);
         await source.ServerA.Logs.WaitForAsync(4241, "'b'").WaitAsync(TestText.Timeout);
+    }
+
+    [Fact]
+    public async Task ListParkedDeliveries_TwoDestinationsOneParked_ReportsTheParkedDestinationsOwnPendingCount()
+    {
+        // "b" is parked (B's server does not host "nope") with two messages; "c" is unknown to A, so its message is
+        // pending and retried, not parked. Nothing can change either count until the operator acts.
+        await using var source = await ParkedSource.StartAsync(Enabled, remoteName: "nope", configureB: null,
+            [("b", "1".Bytes()), ("c", "x".Bytes()), ("b", "2".Bytes())]);
+        var admin = new DarqAdminClient(source.ServerA.Channel, "a");
+        var client = new DarqService.DarqServiceClient(source.ServerA.Channel);
+
+        var listed = await admin.ListParkedDeliveriesAsync();
+        var reply = await client.ListParkedDeliveriesAsync(new ListParkedDeliveriesRequest { Darq = "a" });
+
+        Assert.Equal("b", Assert.Single(listed.Parked).Destination);
+        Assert.Equal(2, Assert.Single(listed.PendingOutCountByDestination, p => p.Key == "b").Value);
+        Assert.Single(listed.PendingOutCountByDestination);
+        Assert.Equal(3, listed.PendingOutCount);
+        var parked = Assert.Single(reply.Parked);
+        Assert.True(parked.HasPendingOutCount);
+        Assert.Equal(2, parked.PendingOutCount);
+        Assert.Equal(3, reply.PendingOutCount);
+        Assert.Equal(2, await source.A.PendingOutCountAsync("b"));
+        Assert.Equal(1, await source.A.PendingOutCountAsync("c"));
+
+        // Fixed and retried: "b" is no longer listed, and the whole-DARQ count is what "c" still holds.
+        source.Destinations.Add("b", new GrpcDarqDestination(source.ChannelToB, remoteName: "b"));
+        Assert.True(await admin.RetryParkedDeliveryAsync("b"));
+        await source.A.WaitForDeliveredAsync(source.OutLsns[2]).AsTask().WaitAsync(TestText.Timeout);
+        var after = await admin.ListParkedDeliveriesAsync();
+        Assert.Empty(after.Parked);
+        Assert.Empty(after.PendingOutCountByDestination);
+        Assert.Equal(1, after.PendingOutCount);
+    }
+
+    [Fact]
+    public async Task ListParkedDeliveriesAsync_ServerWithoutThePerDestinationCount_LeavesTheDestinationOutInsteadOfZero()
+    {
+        await using var darq = await new TestStorage("a").OpenAsync();
+        await using var server = await DarqServer.StartAsync(0, configureServices: null, map: app => app.MapGrpcService<ServerWithoutParkedCounts>(), darq);
+        var admin = new DarqAdminClient(server.Channel, "a");
+
+        var listed = await admin.ListParkedDeliveriesAsync();
+
+        Assert.Equal("b", Assert.Single(listed.Parked).Destination);
+        Assert.Empty(listed.PendingOutCountByDestination);
+        Assert.Equal(ServerWithoutParkedCounts.PendingOutCount, listed.PendingOutCount);
     }
 
     [Fact]
@@ -209,9 +258,23 @@ public sealed class OperatorCallsTests
 
         public long CompletionLsn { get; private set; }
 
-        public static async Task<ParkedSource> StartAsync(Action<DarqGrpcServiceOptions>? configure, string? remoteName, Action<DarqOptions>? configureB,
+        public static Task<ParkedSource> StartAsync(Action<DarqGrpcServiceOptions>? configure, string? remoteName, Action<DarqOptions>? configureB,
             params ReadOnlyMemory<byte>[] outs)
         {
+            var toB = new (string Destination, ReadOnlyMemory<byte> Payload)[outs.Length];
+            for (int i = 0; i < outs.Length; i++)
+            {
+                toB[i] = ("b", outs[i]);
+            }
+
+            return StartAsync(configure, remoteName, configureB, toB);
+        }
+
+        /// <summary>As above, with OUT messages to any destinations; the first one must go to "b" (it is the one parked).</summary>
+        public static async Task<ParkedSource> StartAsync(Action<DarqGrpcServiceOptions>? configure, string? remoteName, Action<DarqOptions>? configureB,
+            IReadOnlyList<(string Destination, ReadOnlyMemory<byte> Payload)> outs)
+        {
+            Assert.Equal("b", outs[0].Destination);
             var b = await new TestStorage("b").OpenAsync(configureB);
             var serverB = await DarqServer.StartAsync(b);
             var channelToB = GrpcChannel.ForAddress(serverB.Address);
@@ -227,9 +290,9 @@ public sealed class OperatorCallsTests
                 });
                 source.ServerA = configure is null ? await DarqServer.StartAsync(source.A) : await DarqServer.StartAsync(configure, source.A);
                 var step = new DarqStep();
-                foreach (var payload in outs)
+                foreach (var (destination, payload) in outs)
                 {
-                    step.AddOut("b", payload);
+                    step.AddOut(destination, payload);
                 }
 
                 var result = await (await source.A.RegisterProcessorAsync()).StepAsync(step);

@@ -98,6 +98,37 @@ public sealed class DarqDeliveryParkingTests
     }
 
     [Fact]
+    public async Task PendingOutCountAsync_TwoDestinationsOneParked_CountsEachDestinationsOwnMessages()
+    {
+        // B refuses the large message for good and is parked with the next one behind it; C is unknown, so its three
+        // messages stay pending and are retried, not parked. Neither count can change until the operator acts.
+        using var guard = new CancellationTokenSource(HangGuard);
+        var destinations = new TestDestinations();
+        await using var b = await new DarqTestStorage().OpenAsync(Small("b"));
+        destinations.Registry.Add(b);
+        await using var a = await new DarqTestStorage().OpenAsync(Source("a", destinations));
+        var processor = await a.RegisterProcessorAsync();
+        var step = await processor.StepAsync(new DarqStep()
+            .AddOut("b", "too large".Bytes()).AddOut("c", "c1".Bytes()).AddOut("b", "ok".Bytes()).AddOut("c", "c2".Bytes()).AddOut("c", "c3".Bytes()));
+        await a.CommitAsync();
+        await Assert.ThrowsAsync<DarqDeliveryRefusedException>(() => a.WaitForDeliveredAsync(step.OutLsns[0], guard.Token).AsTask());
+        await destinations.Unknown.WaitAsync(guard.Token);
+
+        Assert.Equal("b", Assert.Single(a.ParkedDeliveries).Destination);
+        Assert.Equal(2, await a.PendingOutCountAsync("b", guard.Token));
+        Assert.Equal(3, await a.PendingOutCountAsync("c", guard.Token));
+        Assert.Equal(0, await a.PendingOutCountAsync("nobody", guard.Token));
+        Assert.Equal(5, a.PendingOutCount);
+
+        // The operator gives the refused message up: the one behind it is delivered, and C's are still all pending.
+        Assert.True(await a.DiscardOutAsync(step.OutLsns[0], guard.Token));
+        await a.WaitForDeliveredAsync(step.OutLsns[2], guard.Token);
+        Assert.Equal(0, await a.PendingOutCountAsync("b", guard.Token));
+        Assert.Equal(3, await a.PendingOutCountAsync("c", guard.Token));
+        Assert.Equal(3, a.PendingOutCount);
+    }
+
+    [Fact]
     public async Task Deliver_RefusedTwiceThenAccepted_AutomaticRetryDeliversOnce()
     {
         using var guard = new CancellationTokenSource(HangGuard);
@@ -163,6 +194,7 @@ public sealed class DarqDeliveryParkingTests
         Assert.False(await a.DiscardOutAsync(enqueued.Lsn));
         Assert.False(await a.DiscardOutAsync(123_456));
         Assert.Throws<ArgumentException>(() => a.RetryParkedDelivery(""));
+        await Assert.ThrowsAsync<ArgumentException>(() => a.PendingOutCountAsync("").AsTask());
         Assert.False(a.RetryParkedDelivery("nobody"));
         Assert.Equal(tail, a.TailAddress);
         Assert.Equal(1, a.UnconsumedCount);

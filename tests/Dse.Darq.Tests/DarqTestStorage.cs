@@ -98,4 +98,47 @@ internal sealed class DarqTestStorage
         metadataByte[0] ^= 0xFF;
         Commits.Write(0, (newestSlot * slotSize) + 64 + 8, metadataByte);
     }
+
+    /// <summary>The commit number a commit slot's header states (whether or not its metadata is intact), or -1 when it is blank.</summary>
+    public long CommitInSlot(int slot, int slotSize)
+    {
+        var header = new byte[64];
+        return Commits.TryRead(0, (long)slot * slotSize, header) && BinaryPrimitives.ReadUInt32LittleEndian(header) != 0
+            ? BinaryPrimitives.ReadInt64LittleEndian(header.AsSpan(8))
+            : -1;
+    }
+
+    /// <summary>Tears the record in the first commit slot as a torn commit write would: a metadata byte flipped, its header intact.</summary>
+    public void TearFirstCommitSlot() => FlipCommitByte(64 + 8);
+
+    /// <summary>Damages the header of the record in the first commit slot (its checksum no longer holds), so that it states nothing.</summary>
+    public void DamageFirstCommitSlotHeader() => FlipCommitByte(8);
+
+    /// <summary>Both devices' bytes, segment by segment, to show that an open changed nothing.</summary>
+    public byte[] Image()
+    {
+        using var image = new MemoryStream();
+        foreach (var storage in new[] { Log, Commits })
+        {
+            foreach (int segment in storage.SegmentIds)
+            {
+                Assert.True(storage.TryGetSegmentLength(segment, out long length));
+                var bytes = new byte[length];
+                Assert.True(storage.TryRead(segment, 0, bytes));
+                image.Write(BitConverter.GetBytes(segment));
+                image.Write(BitConverter.GetBytes(length));
+                image.Write(bytes);
+            }
+        }
+
+        return image.ToArray();
+    }
+
+    private void FlipCommitByte(long offset)
+    {
+        var one = new byte[1];
+        Assert.True(Commits.TryRead(0, offset, one), "the commit device holds nothing");
+        one[0] ^= 0xFF;
+        Commits.Write(0, offset, one);
+    }
 }

@@ -41,21 +41,34 @@ public sealed class DarqAdminClient
     /// <summary>The DARQ's name.</summary>
     public string Darq { get; }
 
-    /// <summary>The destinations the DARQ parked (<see cref="Darq.ParkedDeliveries"/>), and how many OUT messages it has pending.</summary>
+    /// <summary>
+    /// The destinations the DARQ parked (<see cref="Darq.ParkedDeliveries"/>), how many OUT messages each of them holds
+    /// pending, and how many the DARQ has pending in all.
+    /// </summary>
     /// <param name="cancellationToken">Cancels the call.</param>
-    /// <returns>The parked destinations (in no particular order) and the DARQ's <see cref="Darq.PendingOutCount"/>.</returns>
+    /// <returns>
+    /// The parked destinations (in no particular order), each one's <see cref="Darq.PendingOutCountAsync"/> and the DARQ's
+    /// <see cref="Darq.PendingOutCount"/>.
+    /// </returns>
     public async Task<DarqParkedDeliveries> ListParkedDeliveriesAsync(CancellationToken cancellationToken = default)
     {
         var reply = await _client.ListParkedDeliveriesAsync(new ListParkedDeliveriesRequest { Darq = Darq }, cancellationToken: cancellationToken)
             .ConfigureAwait(false);
         var parked = new DarqParkedDelivery[reply.Parked.Count];
+        var pendingByDestination = new Dictionary<string, int>(reply.Parked.Count, StringComparer.Ordinal);
         for (int i = 0; i < parked.Length; i++)
         {
             var p = reply.Parked[i];
             parked[i] = new DarqParkedDelivery(p.Destination, p.Lsn, p.Reason, p.ParkedAt?.ToDateTimeOffset() ?? default, p.Refusals);
+
+            // Absent from a server that predates the per-destination count: left out rather than reported as 0.
+            if (p.HasPendingOutCount)
+            {
+                pendingByDestination[p.Destination] = p.PendingOutCount;
+            }
         }
 
-        return new DarqParkedDeliveries(parked, reply.PendingOutCount);
+        return new DarqParkedDeliveries(parked, reply.PendingOutCount) { PendingOutCountByDestination = pendingByDestination };
     }
 
     /// <summary>Tries a parked destination again now (<see cref="Darq.RetryParkedDelivery"/>).</summary>

@@ -383,16 +383,25 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
         var darq = Resolve(method, request.Darq);
         var reply = new ListParkedDeliveriesReply { PendingOutCount = darq.PendingOutCount };
-        foreach (var parked in darq.ParkedDeliveries)
+        try
         {
-            reply.Parked.Add(new ParkedDelivery
+            foreach (var parked in darq.ParkedDeliveries)
             {
-                Destination = parked.Destination,
-                Lsn = parked.Lsn,
-                Reason = parked.Reason,
-                ParkedAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTimeOffset(parked.ParkedAt),
-                Refusals = parked.Refusals,
-            });
+                reply.Parked.Add(new ParkedDelivery
+                {
+                    Destination = parked.Destination,
+                    Lsn = parked.Lsn,
+                    Reason = parked.Reason,
+                    ParkedAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTimeOffset(parked.ParkedAt),
+                    Refusals = parked.Refusals,
+                    // The whole-DARQ count above does not tell which destination holds the messages up; this does.
+                    PendingOutCount = await darq.PendingOutCountAsync(parked.Destination, context.CancellationToken).ConfigureAwait(false),
+                });
+            }
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
         }
 
         return reply;

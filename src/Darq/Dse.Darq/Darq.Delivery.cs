@@ -145,6 +145,41 @@ public sealed partial class Darq
     public int PendingOutCount => Volatile.Read(ref _pendingOutCount);
 
     /// <summary>
+    /// The number of OUT messages to one destination not yet acknowledged (<see cref="PendingOutCount"/> counts every
+    /// destination's): for a parked destination (<see cref="ParkedDeliveries"/>), its refused message and every later one
+    /// held behind it. Counted under the DARQ's gate, in time linear in <see cref="PendingOutCount"/>: for operators and
+    /// monitoring, not for a hot path.
+    /// </summary>
+    /// <param name="destination">The destination's name, as the OUT messages name it.</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate.</param>
+    /// <returns>The count; 0 for a destination with nothing pending (or never named).</returns>
+    /// <exception cref="ArgumentException"><paramref name="destination"/> is null or empty.</exception>
+    /// <exception cref="ObjectDisposedException">The DARQ is closed.</exception>
+    public async ValueTask<int> PendingOutCountAsync(string destination, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(destination);
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            int count = 0;
+            foreach (var pending in _pendingOut.Values)
+            {
+                if (string.Equals(pending.Destination, destination, StringComparison.Ordinal))
+                {
+                    count++;
+                }
+            }
+
+            return count;
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>
     /// The producer id under which a destination deduplicates the OUT messages of the source DARQ named
     /// <paramref name="sourceName"/> (the sequence number is the OUT entry's LSN): XxHash64 of the UTF-8 bytes of
     /// <c>"dse.darq.source:" + sourceName</c>. Producers that enqueue directly must not use these ids.

@@ -71,9 +71,14 @@ internal sealed class DarqCommitManager : ILogCommitManager
         _sectorSize = (int)device.SectorSize;
         _maxMetadataBytes = maxMetadataBytes;
         _slotSize = SlotSizeFor(maxMetadataBytes);
+        Debug.Assert(_sectorSize <= Alignment, "the sector size was checked at open, so slots rounded to 4 KiB are whole sectors");
     }
 
-    private int SlotSizeFor(int maxMetadataBytes) => RoundUp(HeaderSize + maxMetadataBytes, Math.Max(_sectorSize, Alignment));
+    /// <summary>
+    /// The slot size for a metadata capacity: header and metadata rounded up to 4 KiB (a commit device's sector size is at
+    /// most that, checked at open), so the same on every device.
+    /// </summary>
+    internal static int SlotSizeFor(int maxMetadataBytes) => RoundUp(HeaderSize + maxMetadataBytes, Alignment);
 
     /// <summary>The number of the newest valid commit, or -1 when there is none.</summary>
     public long LatestCommit
@@ -104,6 +109,10 @@ internal sealed class DarqCommitManager : ILogCommitManager
     /// <param name="ownsDevice">Whether disposing the manager disposes the device.</param>
     /// <param name="logger">Logs torn slots and failed writes.</param>
     /// <param name="darqName">The DARQ's name, for messages.</param>
+    /// <exception cref="DarqCommitSlotSizeMismatchException">
+    /// A record on the device states another slot size than <paramref name="maxMetadataBytes"/> gives (see
+    /// <see cref="FindForeignSlotSize"/>); nothing was written.
+    /// </exception>
     public static async Task<DarqCommitManager> OpenAsync(IDevice device, int maxMetadataBytes, int legacyMaxMetadataBytes, bool ownsDevice, ILogger logger,
         string darqName)
     {
@@ -114,30 +123,54 @@ internal sealed class DarqCommitManager : ILogCommitManager
 
         var manager = new DarqCommitManager(device, maxMetadataBytes, ownsDevice, logger, darqName);
         device.Initialize(1L << 40);
-        long newestSlotCommit = -1;
-        var candidates = new List<(int Slot, int SlotSize)> { (0, manager._slotSize), (1, manager._slotSize) };
-        int legacySlotSize = legacyMaxMetadataBytes > 0 ? manager.SlotSizeFor(legacyMaxMetadataBytes) : manager._slotSize;
-        if (legacySlotSize != manager._slotSize)
+        int slotSize = manager._slotSize;
+        int legacySlotSize = legacyMaxMetadataBytes > 0 ? SlotSizeFor(legacyMaxMetadataBytes) : slotSize;
+
+        // Both slots in one buffer: [0, 2S) also holds the second slot of any layout with slots smaller than 2S, where a
+        // record written with another MaxProducers is looked for before any commit is taken (FindForeignSlotSize).
+        int regionLength = 2 * slotSize;
+        var region = Allocate(regionLength);
+        try
         {
-            // Written with smaller slots: its second slot starts elsewhere. A stale record found there is older than
-            // anything written since, so the newest valid commit still wins.
-            candidates.Add((1, legacySlotSize));
+            await manager.ReadSlotRegionAsync(region, 0, slotSize).ConfigureAwait(false);
+            await manager.ReadSlotRegionAsync(region + slotSize, 1, slotSize).ConfigureAwait(false);
+            if (FindForeignSlotSize(AsSpan(region, regionLength), slotSize, legacySlotSize) is { } foreign)
+            {
+                throw new DarqCommitSlotSizeMismatchException(foreign.SlotSize, slotSize,
+                    $"DARQ '{darqName}': its commit records were written with {foreign.SlotSize}-byte slots (the record at offset " +
+                    $"{foreign.Offset} of commit device '{device.FileName}' says so), but this open sizes them at {slotSize} bytes; the size " +
+                    "follows from DarqOptions.MaxProducers. Open it with the MaxProducers it was created with; nothing was changed.");
+            }
+
+            long newestSlotCommit = -1;
+            var candidates = new List<(int Slot, int SlotSize)> { (0, slotSize), (1, slotSize) };
+            if (legacySlotSize != slotSize)
+            {
+                // Written with smaller slots: its second slot starts elsewhere (inside the first slot of this layout). A
+                // stale record found there is older than anything written since, so the newest valid commit still wins.
+                candidates.Add((1, legacySlotSize));
+            }
+
+            foreach (var (slot, size) in candidates)
+            {
+                // A slot of size S at offset slot * S; both layouts' slots lie inside [0, 2S).
+                var (commitNum, metadata) = manager.ParseSlot(AsSpan(region + (slot * size), size), slot, size);
+                if (metadata is null)
+                {
+                    continue;
+                }
+
+                manager._commits[commitNum] = metadata;
+                if (commitNum > newestSlotCommit)
+                {
+                    newestSlotCommit = commitNum;
+                    manager._nextSlot = 1 - slot;
+                }
+            }
         }
-
-        foreach (var (slot, slotSize) in candidates)
+        finally
         {
-            var (commitNum, metadata) = await manager.ReadSlotAsync(slot, slotSize).ConfigureAwait(false);
-            if (metadata is null)
-            {
-                continue;
-            }
-
-            manager._commits[commitNum] = metadata;
-            if (commitNum > newestSlotCommit)
-            {
-                newestSlotCommit = commitNum;
-                manager._nextSlot = 1 - slot;
-            }
+            Free(region);
         }
 
         // At most the two newest commits are kept.
@@ -147,6 +180,78 @@ internal sealed class DarqCommitManager : ILogCommitManager
         }
 
         return manager;
+    }
+
+    /// <summary>
+    /// Looks for a record written with another slot size than <paramref name="slotSize"/> in the bytes of both slots:
+    /// the offset and the slot size it states, or <see langword="null"/> when every record fits this layout.
+    /// </summary>
+    /// <remarks>
+    /// <para>A record states the slot size it was written with (revision 4; 0 before), and its header has a checksum of its
+    /// own, so a header that checks out tells the layout even when the metadata after it is torn. The first slot is at
+    /// offset 0 in every layout, so its header decides when it states a size.</para>
+    /// <para>When it states none (empty, damaged, or revision 3), the second slot of the layout the device was written with
+    /// is looked for: a layout of slot size <c>X</c> has it at offset <c>X</c>, a multiple of 4 KiB, so every 4 KiB
+    /// boundary in <paramref name="region"/> is a candidate, and a record there that states exactly its own offset as its
+    /// slot size is one. Bytes inside a record found at a slot start (its metadata) are not candidates. A layout whose
+    /// second slot lies at or past the end of <paramref name="region"/> (slots of <c>2S</c> or more) is not found.</para>
+    /// </remarks>
+    /// <param name="region">The device's bytes <c>[0, 2S)</c>, zeros where nothing was written.</param>
+    /// <param name="slotSize">This open's slot size <c>S</c>.</param>
+    /// <param name="legacySlotSize">Where a revision-3 second slot may be (equal to <paramref name="slotSize"/> when none).</param>
+    internal static (int Offset, int SlotSize)? FindForeignSlotSize(ReadOnlySpan<byte> region, int slotSize, int legacySlotSize)
+    {
+        Debug.Assert(region.Length % Alignment == 0, "the region is whole 4 KiB blocks");
+        if (TryReadHeader(region, out int firstSlotSize, out _) && firstSlotSize != 0)
+        {
+            return firstSlotSize == slotSize ? null : (0, firstSlotSize);
+        }
+
+        // Past the end of the last record found at a slot start: its metadata could hold anything.
+        long claimedUntil = 0;
+        for (int offset = 0; offset + HeaderSize <= region.Length; offset += Alignment)
+        {
+            if (offset < claimedUntil || !TryReadHeader(region[offset..], out int recorded, out int length))
+            {
+                continue;
+            }
+
+            bool slotStart = offset == 0 || offset == slotSize || offset == legacySlotSize || recorded == offset;
+            if (!slotStart)
+            {
+                continue;
+            }
+
+            if (recorded != 0 && recorded == offset && recorded != slotSize)
+            {
+                return (offset, recorded);
+            }
+
+            claimedUntil = offset + (long)HeaderSize + length;
+        }
+
+        return null;
+    }
+
+    /// <summary>
+    /// Reads a record's header at the start of <paramref name="bytes"/> when its magic, version and header checksum hold
+    /// (whatever the metadata after it): the slot size it states and its metadata length.
+    /// </summary>
+    private static bool TryReadHeader(ReadOnlySpan<byte> bytes, out int slotSize, out int metadataLength)
+    {
+        slotSize = 0;
+        metadataLength = 0;
+        if (bytes.Length < HeaderSize
+            || BinaryPrimitives.ReadUInt32LittleEndian(bytes) != Magic
+            || BinaryPrimitives.ReadUInt16LittleEndian(bytes[4..]) != Version
+            || BinaryPrimitives.ReadUInt64LittleEndian(bytes[HashedHeaderBytes..]) != XxHash64.HashToUInt64(bytes[..HashedHeaderBytes]))
+        {
+            return false;
+        }
+
+        slotSize = BinaryPrimitives.ReadInt32LittleEndian(bytes[48..]);
+        metadataLength = Math.Max(0, BinaryPrimitives.ReadInt32LittleEndian(bytes[16..]));
+        return true;
     }
 
     /// <inheritdoc />
@@ -268,31 +373,22 @@ internal sealed class DarqCommitManager : ILogCommitManager
 
     private static int RoundUp(int value, int multiple) => (value + multiple - 1) / multiple * multiple;
 
-    /// <summary>Reads one slot; a slot that is empty, torn or damaged yields no metadata (the other slot is then the newest commit).</summary>
-    private async Task<(long CommitNum, byte[]? Metadata)> ReadSlotAsync(int slot, int slotSize)
+    /// <summary>
+    /// Reads one slot of this layout into <paramref name="destination"/> (<paramref name="slotSize"/> bytes), zeros where
+    /// nothing was written; a slot that is empty, torn or damaged is found so when it is parsed.
+    /// </summary>
+    private async Task ReadSlotRegionAsync(IntPtr destination, int slot, int slotSize)
     {
-        var buffer = Allocate(slotSize);
-        try
+        var (error, read) = await ReadAsync(destination, (ulong)slot * (ulong)slotSize, (uint)slotSize).ConfigureAwait(false);
+        // A failed read is an error, not an empty slot: treating it as empty would open an older commit, or an
+        // empty DARQ, and the next commits would overwrite the real ones.
+        if (error != 0 && error != DeviceErrorCodes.NotFound)
         {
-            var (error, read) = await ReadAsync(buffer, (ulong)slot * (ulong)slotSize, (uint)slotSize).ConfigureAwait(false);
-            // A failed read is an error, not an empty slot: treating it as empty would open an older commit, or an
-            // empty DARQ, and the next commits would overwrite the real ones.
-            if (error != 0 && error != DeviceErrorCodes.NotFound)
-            {
-                throw new IOException($"DARQ '{_darqName}': reading commit slot {slot} from device '{_device.FileName}' failed with error code {error}.");
-            }
-
-            if (error == DeviceErrorCodes.NotFound || read < HeaderSize)
-            {
-                return (-1, null);
-            }
-
-            return ParseSlot(AsSpan(buffer, (int)Math.Min(read, (uint)slotSize)), slot, slotSize);
+            throw new IOException($"DARQ '{_darqName}': reading commit slot {slot} from device '{_device.FileName}' failed with error code {error}.");
         }
-        finally
-        {
-            Free(buffer);
-        }
+
+        int valid = error == DeviceErrorCodes.NotFound ? 0 : (int)Math.Min(read, (uint)slotSize);
+        Clear(destination + valid, slotSize - valid);
     }
 
     private static unsafe IntPtr Allocate(int length) => (IntPtr)NativeMemory.AlignedAlloc((nuint)length, Alignment);
@@ -300,6 +396,8 @@ internal sealed class DarqCommitManager : ILogCommitManager
     private static unsafe void Free(IntPtr buffer) => NativeMemory.AlignedFree((void*)buffer);
 
     private static unsafe ReadOnlySpan<byte> AsSpan(IntPtr buffer, int length) => new((void*)buffer, length);
+
+    private static unsafe void Clear(IntPtr buffer, int length) => new Span<byte>((void*)buffer, length).Clear();
 
     private (long CommitNum, byte[]? Metadata) ParseSlot(ReadOnlySpan<byte> slotBytes, int slot, int slotSize)
     {
@@ -333,15 +431,9 @@ internal sealed class DarqCommitManager : ILogCommitManager
         int recorded = problem is null ? BinaryPrimitives.ReadInt32LittleEndian(slotBytes[48..]) : 0;
         if (recorded != 0 && recorded != slotSize)
         {
-            if (slot == 0)
-            {
-                // The first slot is always at offset 0, so this is a real commit written with other slots: reading on
-                // would look for the second slot in the wrong place and could open at an older commit.
-                throw new InvalidOperationException(
-                    $"DARQ '{_darqName}': its commit records were written with {recorded}-byte slots, but this open sizes them at " +
-                    $"{slotSize} bytes; the size follows from DarqOptions.MaxProducers. Open it with the MaxProducers it was created with.");
-            }
-
+            // A first slot, or a second slot at the offset it states, of another size refused the open already
+            // (FindForeignSlotSize); this one is neither, so it is not a commit of this DARQ's layout.
+            Debug.Assert(slot != 0, "a first slot of another size was refused before parsing");
             problem = $"a record of {recorded}-byte slots found where a {slotSize}-byte layout puts the second slot";
         }
 

@@ -58,6 +58,9 @@ public sealed class DarqOptions
     /// </summary>
     public int MaxProducers { get; set; } = 65_536;
 
+    /// <summary>The largest <see cref="MaxProducers"/> allowed.</summary>
+    internal const int MaxProducersLimit = 4_194_304;
+
     /// <summary>
     /// Group commit interval: how often the log is committed in the background. Default 5 ms. <see cref="Timeout.InfiniteTimeSpan"/>
     /// turns background commits off (commit with <see cref="Darq.CommitAsync"/>).
@@ -194,7 +197,7 @@ public sealed class DarqOptions
             throw new ArgumentOutOfRangeException(nameof(MaxBufferedInBytes), MaxBufferedInBytes, "The buffered IN bytes must be 0 or more.");
         }
 
-        if (MaxProducers is < 1 or > 4_194_304)
+        if (MaxProducers is < 1 or > MaxProducersLimit)
         {
             throw new ArgumentOutOfRangeException(nameof(MaxProducers), MaxProducers, "The producer limit must be between 1 and 4,194,304.");
         }
