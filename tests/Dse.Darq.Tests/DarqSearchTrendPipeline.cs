@@ -51,14 +51,19 @@ internal sealed class DarqSearchTrendPipeline
     private readonly List<string> _input;
     private readonly int _windows;
     private readonly bool _general;
+
+    /// <summary>Each DARQ's <see cref="DarqOptions.MaxBufferedInBytes"/>, when not the default (a tiny one spills most messages).</summary>
+    private readonly long? _maxBufferedInBytes;
     private readonly ClusterCoordinator? _coordinator;
     private readonly RecentLog _log = new();
     private long _rollbacks;
+    private long _fedFromLog;
     private long _dependentRollbacks;
 
     /// <summary>A pipeline over seeded input; <paramref name="general"/> runs it in general speculation under one coordinator.</summary>
-    public DarqSearchTrendPipeline(int seed, int events, bool general = false)
+    public DarqSearchTrendPipeline(int seed, int events, bool general = false, long? maxBufferedInBytes = null)
     {
+        _maxBufferedInBytes = maxBufferedInBytes;
         _windows = events / WindowSize;
         _input = Input(seed, events);
         _general = general;
@@ -80,6 +85,9 @@ internal sealed class DarqSearchTrendPipeline
 
     /// <summary>General speculation: restores that voided part of a DARQ's log (the <c>dse.darq.rollbacks</c> counter).</summary>
     public long Rollbacks => Interlocked.Read(ref _rollbacks);
+
+    /// <summary>Spilled IN messages this pipeline's DARQs read back from their logs (counted with a non-default IN budget or general speculation).</summary>
+    public long FedFromLog => Interlocked.Read(ref _fedFromLog);
 
     /// <summary>General speculation: rollbacks of a DARQ other than during its own reopen after a crash (cascading ones).</summary>
     public long DependentRollbacks => Interlocked.Read(ref _dependentRollbacks);
@@ -137,7 +145,7 @@ internal sealed class DarqSearchTrendPipeline
     /// </summary>
     public async Task<(List<string> Windows, List<string> Alerts)> RunAsync(int seed, int chaosActions, CancellationToken cancellationToken)
     {
-        using var listener = _general ? ListenForRollbacks() : null;
+        using var listener = _general || _maxBufferedInBytes is not null ? ListenToDarqs() : null;
         (List<string> Windows, List<string> Alerts) recoverable = default;
         try
         {
@@ -222,6 +230,11 @@ internal sealed class DarqSearchTrendPipeline
             o.Destinations = new GuardedDestinations(this, generation);
             o.DeliveryRetryMinDelay = TimeSpan.FromMilliseconds(1);
             o.DeliveryRetryMaxDelay = TimeSpan.FromMilliseconds(5);
+            if (_maxBufferedInBytes is { } budget)
+            {
+                o.MaxBufferedInBytes = budget;
+            }
+
             if (_general)
             {
                 o.Speculation = DarqSpeculationMode.General;
@@ -362,24 +375,31 @@ internal sealed class DarqSearchTrendPipeline
         }
     }
 
-    /// <summary>Counts this pipeline's DARQ rollbacks; a rollback outside the DARQ's own reopen is a dependent's.</summary>
-    private MeterListener ListenForRollbacks()
+    /// <summary>
+    /// Counts this pipeline's DARQ rollbacks (a rollback outside the DARQ's own reopen is a dependent's) and the spilled
+    /// IN messages its DARQs read back from their logs.
+    /// </summary>
+    private MeterListener ListenToDarqs()
     {
         var listener = new MeterListener
         {
             InstrumentPublished = (instrument, l) =>
             {
-                if (instrument.Meter.Name == DarqInstrumentation.MeterName && instrument.Name == "dse.darq.rollbacks")
+                if (instrument.Meter.Name == DarqInstrumentation.MeterName && instrument.Name is "dse.darq.rollbacks" or "dse.darq.in.fed_from_log")
                 {
                     l.EnableMeasurementEvents(instrument);
                 }
             },
         };
-        listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
+        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
         {
             foreach (var tag in tags)
             {
-                if (tag.Key == "darq" && tag.Value is string name && _stagesByDarqName.TryGetValue(name, out var stage))
+                if (tag.Key == "darq" && tag.Value is string fed && instrument.Name == "dse.darq.in.fed_from_log" && _stagesByDarqName.ContainsKey(fed))
+                {
+                    Interlocked.Add(ref _fedFromLog, value);
+                }
+                else if (tag.Key == "darq" && tag.Value is string name && _stagesByDarqName.TryGetValue(name, out var stage))
                 {
                     bool dependent = !stage.Reopening;
                     Interlocked.Add(ref _rollbacks, value);

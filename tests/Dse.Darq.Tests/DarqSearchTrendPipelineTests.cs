@@ -21,7 +21,14 @@ public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
     public Task Pipeline_RandomProcessorKillsAndDarqCrashes_AlertsEqualAFailureFreeRun()
         => RunAsync(nameof(Pipeline_RandomProcessorKillsAndDarqCrashes_AlertsEqualAFailureFreeRun), chaosActions: 20);
 
-    private async Task RunAsync(string testName, int chaosActions)
+    [Fact]
+    public Task Pipeline_RandomKillsAndCrashesWithMostMessagesSpilled_AlertsEqualAFailureFreeRun()
+        => RunAsync(nameof(Pipeline_RandomKillsAndCrashesWithMostMessagesSpilled_AlertsEqualAFailureFreeRun), chaosActions: 20, maxBufferedInBytes: 256);
+
+    /// <param name="testName">Names the seed's replay.</param>
+    /// <param name="chaosActions">Seeded processor kills and DARQ crashes in the run compared with the failure-free one.</param>
+    /// <param name="maxBufferedInBytes">Each DARQ's IN budget, when not the default: a tiny one reads most messages back from the log.</param>
+    private async Task RunAsync(string testName, int chaosActions, long? maxBufferedInBytes = null)
     {
         int seed = DarqSeed.Pick(output, testName);
         var input = DarqSearchTrendPipeline.Input(seed, Events);
@@ -31,10 +38,10 @@ public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
         if (chaosActions > 0)
         {
             // The failure-free run of the same input, which the run with failures must match.
-            (windows, alerts) = await RunPipelineAsync(seed, testName, 0);
+            (windows, alerts) = await RunPipelineAsync(seed, testName, 0, maxBufferedInBytes);
         }
 
-        var (resultWindows, resultAlerts) = await RunPipelineAsync(seed, testName, chaosActions);
+        var (resultWindows, resultAlerts) = await RunPipelineAsync(seed, testName, chaosActions, maxBufferedInBytes);
         string context = DarqSeed.Replay(seed, testName);
         Assert.True(windows.SequenceEqual(resultWindows),
             $"window counts differ from the failure-free result (expected {windows.Count}, got {resultWindows.Count}; first difference: "
@@ -42,14 +49,19 @@ public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
         Assert.True(alerts.SequenceEqual(resultAlerts), $"alerts differ: expected [{string.Join(", ", alerts)}], got [{string.Join(", ", resultAlerts)}]; {context}");
     }
 
-    private async Task<(List<string> Windows, List<string> Alerts)> RunPipelineAsync(int seed, string testName, int chaosActions)
+    private async Task<(List<string> Windows, List<string> Alerts)> RunPipelineAsync(int seed, string testName, int chaosActions, long? maxBufferedInBytes)
     {
-        var pipeline = new DarqSearchTrendPipeline(seed, Events);
+        var pipeline = new DarqSearchTrendPipeline(seed, Events, maxBufferedInBytes: maxBufferedInBytes);
         using var guard = new CancellationTokenSource(HangGuard);
         try
         {
             var result = await pipeline.RunAsync(seed, chaosActions, guard.Token);
-            output.WriteLine($"{result.Windows.Count} windows, {result.Alerts.Count} alerts; chaos: {string.Join(", ", pipeline.Actions)}");
+            output.WriteLine($"{result.Windows.Count} windows, {result.Alerts.Count} alerts, {pipeline.FedFromLog} messages read back from the logs; chaos: {string.Join(", ", pipeline.Actions)}");
+            if (maxBufferedInBytes is not null)
+            {
+                Assert.True(pipeline.FedFromLog > 0, "no DARQ of the pipeline spilled a message: the test does not exercise the read-back");
+            }
+
             return result;
         }
         catch (Exception e) when (e is not OperationCanceledException || guard.IsCancellationRequested)
