@@ -62,6 +62,20 @@ public sealed class DarqBacklogTests
     }
 
     [Fact]
+    public async Task Feed_NoBackgroundCommitAndNobodyCommits_CommitsTheSpilledMessagesItself()
+    {
+        // DarqTestStorage turns the background commit off; nothing below commits.
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = Budget);
+        var processor = await darq.RegisterProcessorAsync();
+        var lsns = await EnqueueAsync(darq, 0, 40);
+        Assert.True(darq.CommittedUntilAddress <= lsns[8], "the spilled messages were committed before the feed loop needed them");
+
+        await StepAllAsync(darq, processor, lsns, 0, isReplay: false);
+        Assert.True(darq.CommittedUntilAddress > lsns[^1], "the feed loop did not commit");
+    }
+
+    [Fact]
     public async Task OpenAsync_BacklogBeyondBudget_RecoversWithBoundedMemoryAndReplaysAll()
     {
         var storage = new DarqTestStorage();

@@ -166,6 +166,7 @@ public sealed partial class Darq
     private async ValueTask<bool> FeedOnceAsync(List<(long Lsn, int Length)> chunk, CancellationToken token)
     {
         DarqProcessor processor;
+        bool commitFirst = false;
         chunk.Clear();
         await _gate.WaitAsync(token).ConfigureAwait(false);
         try
@@ -195,24 +196,39 @@ public sealed partial class Darq
 
                 Debug.Assert(message.IsSpilled, "every IN message after the oldest spilled one is spilled");
                 bool starving = chunk.Count == 0 && _bufferedInBytes == 0;
-                if (lsn >= committed || chunk.Count == MaxFeedChunk || (!starving && taken + message.SpilledLength > room))
+                if (lsn >= committed)
                 {
-                    // Read back once committed (the commit wakes the loop again), or once the processor consumed enough.
+                    // Read back once committed: the commit wakes the loop again. Without a background commit (and outside
+                    // general speculation, whose versions commit on their own) nothing else may commit soon, so the
+                    // loop commits itself rather than leave a waiting processor without its next message.
+                    commitFirst = chunk.Count == 0 && _options.CommitInterval == Timeout.InfiniteTimeSpan && _dse is null;
+                    break;
+                }
+
+                if (chunk.Count == MaxFeedChunk || (!starving && taken + message.SpilledLength > room))
+                {
+                    // The rest once the processor consumed enough (the low-water mark wakes the loop).
                     break;
                 }
 
                 chunk.Add((lsn, message.SpilledLength));
                 taken += message.SpilledLength;
             }
-
-            if (chunk.Count == 0)
-            {
-                return false;
-            }
         }
         finally
         {
             _gate.Release();
+        }
+
+        if (chunk.Count == 0)
+        {
+            if (!commitFirst)
+            {
+                return false;
+            }
+
+            await CommitCoreAsync(token).ConfigureAwait(false);
+            return true;
         }
 
         var payloads = new ReadOnlyMemory<byte>[chunk.Count];
