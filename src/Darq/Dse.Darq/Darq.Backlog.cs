@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using System.Threading.Channels;
 using Dse.Storage;
 using FASTER.core;
@@ -21,6 +20,9 @@ public sealed partial class Darq
 {
     /// <summary>The most spilled messages the feed loop reads back in one pass.</summary>
     private const int MaxFeedChunk = 4096;
+
+    /// <summary>Failed reads in a row of the same spilled message after which the processor's stream ends with the error.</summary>
+    private const int MaxFeedReadFailures = 8;
 
     /// <summary>Wakes the feed loop: a spill while a processor is registered, a registration, a commit, a consumed message.</summary>
     private readonly Channel<bool> _feedSignal = Channel.CreateBounded<bool>(
@@ -107,7 +109,8 @@ public sealed partial class Darq
     private async Task RunFeedLoopAsync()
     {
         var token = _stopping.Token;
-        var chunk = new List<(long Lsn, int Length)>();
+        var chunk = new List<(long Lsn, int Length, long Sequence)>();
+        var failures = (Lsn: -1L, Count: 0);
         var errorDelay = TimeSpan.Zero;
         try
         {
@@ -122,21 +125,30 @@ public sealed partial class Darq
 
                     errorDelay = TimeSpan.Zero;
                 }
-                catch (InvalidDataException e)
+                catch (FeedException e) when (e.InnerException is InvalidDataException || (e.Lsn == failures.Lsn && failures.Count + 1 >= MaxFeedReadFailures))
                 {
-                    // A spilled entry that does not read back as the IN message it was: the processor's stream ends with the
-                    // error (nothing is consumed or changed; the log stays as it is for inspection or recovery), and the
-                    // loop stops feeding that processor. A new registration tries again.
-                    DarqLog.FeedFailed(_logger, e, Name);
-                    if (Volatile.Read(ref _processor) is { } failed)
-                    {
-                        _feedFailed = failed;
-                        failed.Fail(e);
-                    }
+                    // A spilled entry that does not read back as the IN message it was (or cannot be read at all, again
+                    // and again): the stream of the processor it was read for ends with the error (nothing is consumed or
+                    // changed; the log stays as it is for inspection or recovery), and the loop stops feeding that
+                    // processor. A new registration tries again.
+                    var error = e.InnerException!;
+                    DarqLog.FeedFailed(_logger, error, Name);
+                    _feedFailed = e.Processor;
+                    e.Processor.Fail(error);
+                    failures = (-1, 0);
+                }
+                catch (FeedException e)
+                {
+                    // A read that failed (storage): tried again after a backoff.
+                    failures = e.Lsn == failures.Lsn ? (e.Lsn, failures.Count + 1) : (e.Lsn, 1);
+                    DarqLog.FeedRetry(_logger, e.InnerException!, Name);
+                    errorDelay = NextRetryDelay(errorDelay);
+                    await Task.Delay(errorDelay, _options.TimeProvider, token).ConfigureAwait(false);
+                    _feedSignal.Writer.TryWrite(true);
                 }
                 catch (Exception e) when (e is not OperationCanceledException && e is not ObjectDisposedException && e is not StorageFencedException)
                 {
-                    // A read that failed (storage, a truncation racing the read): tried again after a backoff.
+                    // Anything else (a commit the loop asked for failed): tried again after a backoff.
                     DarqLog.FeedRetry(_logger, e, Name);
                     errorDelay = NextRetryDelay(errorDelay);
                     await Task.Delay(errorDelay, _options.TimeProvider, token).ConfigureAwait(false);
@@ -152,10 +164,21 @@ public sealed partial class Darq
         {
             // The DARQ closed.
         }
-        catch (StorageFencedException)
+        catch (StorageFencedException e)
         {
-            // Another instance owns the storage; its own processor gets the messages.
+            // Another instance owns the storage and its own processor gets the messages: this processor's stream ends
+            // with the error instead of waiting for spilled messages that will never come.
+            DarqLog.FeedFailed(_logger, e, Name);
+            Volatile.Read(ref _processor)?.Fail(e);
         }
+    }
+
+    /// <summary>A read of spilled messages for <see cref="Processor"/> failed at <see cref="Lsn"/>; the inner exception says why.</summary>
+    private sealed class FeedException(DarqProcessor processor, long lsn, Exception inner) : Exception(inner.Message, inner)
+    {
+        public DarqProcessor Processor { get; } = processor;
+
+        public long Lsn { get; } = lsn;
     }
 
     /// <summary>
@@ -163,7 +186,7 @@ public sealed partial class Darq
     /// reads them back outside the gate, then buffers each still unconsumed one and hands it to the processor, if it is
     /// still the registered one. Returns whether it handed anything over (another pass may follow at once).
     /// </summary>
-    private async ValueTask<bool> FeedOnceAsync(List<(long Lsn, int Length)> chunk, CancellationToken token)
+    private async ValueTask<bool> FeedOnceAsync(List<(long Lsn, int Length, long Sequence)> chunk, CancellationToken token)
     {
         DarqProcessor processor;
         bool commitFirst = false;
@@ -178,14 +201,21 @@ public sealed partial class Darq
             }
 
             processor = registered;
-            if (!IsFeedLow())
+
+            // The processor read everything it was handed but holds it unconsumed (waiting for a later message, say): it
+            // gets more even beyond the low-water mark, or it would wait for ever. Checked on every wake-up, which each
+            // commit is.
+            bool drained = processor.Unread == 0;
+            if (!IsFeedLow() && !drained)
             {
                 // The processor has enough to work on; the loop is woken again at the low-water mark.
                 return false;
             }
 
+            long room = drained ? Math.Max(_options.MaxBufferedInBytes / 2, _options.MaxBufferedInBytes - _bufferedInBytes)
+                : _options.MaxBufferedInBytes - _bufferedInBytes;
+
             long committed = _log.CommittedUntilAddress;
-            long room = _options.MaxBufferedInBytes - _bufferedInBytes;
             long taken = 0;
             foreach (var (lsn, message) in _unconsumed.From(_feedFrom))
             {
@@ -194,8 +224,13 @@ public sealed partial class Darq
                     continue;
                 }
 
-                Debug.Assert(message.IsSpilled, "every IN message after the oldest spilled one is spilled");
-                bool starving = chunk.Count == 0 && _bufferedInBytes == 0;
+                if (!message.IsSpilled)
+                {
+                    // Handed over already: buffered when nothing was spilled (possibly after this mark was set).
+                    continue;
+                }
+
+                bool starving = chunk.Count == 0 && (_bufferedInBytes == 0 || drained);
                 if (lsn >= committed)
                 {
                     // Read back once committed: the commit wakes the loop again. Without a background commit (and outside
@@ -211,7 +246,7 @@ public sealed partial class Darq
                     break;
                 }
 
-                chunk.Add((lsn, message.SpilledLength));
+                chunk.Add((lsn, message.SpilledLength, message.Step.Sequence));
                 taken += message.SpilledLength;
             }
         }
@@ -233,6 +268,7 @@ public sealed partial class Darq
 
         var payloads = new ReadOnlyMemory<byte>[chunk.Count];
         var (read, error) = await ReadSpilledAsync(chunk, payloads, token).ConfigureAwait(false);
+        FeedException? failure = null;
         await _gate.WaitAsync(token).ConfigureAwait(false);
         try
         {
@@ -262,8 +298,16 @@ public sealed partial class Darq
 
             if (read > 0)
             {
-                _feedFrom = chunk[read - 1].Lsn + 1;
+                // Never back: a message spilled meanwhile may have moved the mark past the chunk.
+                _feedFrom = Math.Max(_feedFrom, chunk[read - 1].Lsn + 1);
                 DarqInstrumentation.FedFromLog.Add(read, _tag);
+            }
+
+            // A failure at a message consumed meanwhile (and maybe truncated away under the scan) is no failure: the next
+            // pass goes on without it.
+            if (error is not null && _unconsumed.TryGetValue(chunk[read].Lsn, out var failed) && failed.IsSpilled)
+            {
+                failure = new FeedException(processor, chunk[read].Lsn, error);
             }
         }
         finally
@@ -271,9 +315,9 @@ public sealed partial class Darq
             _gate.Release();
         }
 
-        if (error is not null)
+        if (failure is not null)
         {
-            throw error;
+            throw failure;
         }
 
         return true;
@@ -285,15 +329,16 @@ public sealed partial class Darq
     /// <see cref="InvalidDataException"/> when an entry is missing, damaged, or not the IN message of the expected length;
     /// an <see cref="IOException"/> when the storage read failed.
     /// </summary>
-    private async ValueTask<(int Read, Exception? Error)> ReadSpilledAsync(List<(long Lsn, int Length)> chunk, ReadOnlyMemory<byte>[] payloads,
+    private async ValueTask<(int Read, Exception? Error)> ReadSpilledAsync(List<(long Lsn, int Length, long Sequence)> chunk, ReadOnlyMemory<byte>[] payloads,
         CancellationToken token)
     {
-        var (lastLsn, lastLength) = chunk[^1];
+        var (lastLsn, lastLength, _) = chunk[^1];
         long end = lastLsn + DarqEntryFormat.LogFootprint(DarqEntryFormat.HeaderSize + 16 + lastLength);
         int next = 0;
         try
         {
-            using var iterator = _log.Scan(chunk[0].Lsn, end, name: null, recover: false);
+            // A message of the chunk consumed meanwhile may be truncated away: never scan below the begin address.
+            using var iterator = _log.Scan(Math.Max(chunk[0].Lsn, _log.BeginAddress), end, name: null, recover: false);
             while (next < chunk.Count)
             {
                 byte[] entry;
@@ -311,8 +356,10 @@ public sealed partial class Darq
                         throw Corrupt(chunk[next].Lsn, "the spilled IN entry is not in the log (the scan ended before it)");
                     }
                 }
-                catch (FasterException e) when (Volatile.Read(ref _disposed) == 0)
+                catch (Exception e) when (Volatile.Read(ref _disposed) == 0 && e is FasterException or IndexOutOfRangeException or ArgumentException or OverflowException)
                 {
+                    // A failed storage read, or a damaged FasterLog record header: retried, and given up after
+                    // MaxFeedReadFailures in a row at the same message.
                     throw new IOException($"DARQ '{Name}' could not read spilled IN messages from address {chunk[next].Lsn}: {e.Message}", e);
                 }
 
@@ -327,10 +374,14 @@ public sealed partial class Darq
                 }
 
                 var span = entry.AsSpan(0, length);
-                string? problem = DarqEntryFormat.TryParse(span, out var kind, out _, out _);
+                string? problem = DarqEntryFormat.TryParse(span, out var kind, out _, out long sequence);
                 if (problem is null && kind != DarqEntryKind.In)
                 {
                     problem = $"a {kind} entry where a spilled IN message was";
+                }
+                else if (problem is null && sequence != chunk[next].Sequence)
+                {
+                    problem = $"entry sequence {sequence} where the spilled IN message had {chunk[next].Sequence}";
                 }
                 else if (problem is null && length != DarqEntryFormat.HeaderSize + 16 + chunk[next].Length)
                 {

@@ -48,7 +48,8 @@ public sealed class DarqOptions
     /// 64 MiB; 0 or more. An IN message that arrives when the budget is used up (or while older ones already wait in the
     /// log only) keeps only its place in memory: its payload is read back from the log, in LSN order, when the processor
     /// gets to it, once it is committed. So a backlog larger than memory waits on disk, not on the heap; a processor that
-    /// keeps up never reads its messages back. A message handed to the processor counts until it is consumed.
+    /// keeps up never reads its messages back. A message handed to the processor counts until it is consumed; a processor
+    /// that has read everything it was handed and holds it unconsumed still gets more, half the budget at a time.
     /// </summary>
     public long MaxBufferedInBytes { get; set; } = 64L << 20;
 

@@ -10,8 +10,12 @@ namespace Dse.Darq;
 public sealed partial class DarqProcessor
 {
     private readonly Darq _darq;
+    /// <summary>
+    /// The stream. Not marked single-reader: only the multi-reader channel can count what waits in it, which the feed of a
+    /// spilled backlog needs (<see cref="Unread"/>).
+    /// </summary>
     private readonly Channel<DarqMessage> _messages =
-        Channel.CreateUnbounded<DarqMessage>(new UnboundedChannelOptions { SingleReader = true, SingleWriter = false });
+        Channel.CreateUnbounded<DarqMessage>(new UnboundedChannelOptions { SingleReader = false, SingleWriter = false });
 
     /// <summary>Speculation off: messages not yet committed, in delivery order, held back until a commit covers them.</summary>
     private readonly Queue<DarqMessage>? _held;
@@ -90,6 +94,9 @@ public sealed partial class DarqProcessor
             }
         }
     }
+
+    /// <summary>How many messages were handed over and not read yet (held ones not counted); 0 once everything handed over was read.</summary>
+    internal int Unread => _messages.Reader.Count;
 
     /// <summary>The DARQ this processor is registered with.</summary>
     internal Darq Darq => _darq;
