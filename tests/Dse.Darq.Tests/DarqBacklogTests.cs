@@ -236,7 +236,7 @@ public sealed class DarqBacklogTests
         // The feed loop is stopped inside its read of a chunk (the log device holds the read), and meanwhile the processor
         // consumes every spilled message by LSN, a new message is buffered (nothing is spilled then) and handed over
         // directly, and later ones spill again. The loop must go on after the buffered one, not read it back.
-        var device = new ReadHoldingDevice(DseDevices.CreateInMemory(new InMemoryStorage()));
+        var device = new HoldingDevice(DseDevices.CreateInMemory(new InMemoryStorage()));
         var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(new InMemoryStorage()));
         options.MaxBufferedInBytes = 4 * PayloadSize;
         await using var darq = await Darq.OpenAsync(options);
@@ -244,14 +244,14 @@ public sealed class DarqBacklogTests
         // Ten pages for a log that keeps four in memory: the chunk is read from the device.
         var lsns = await EnqueueAsync(darq, 0, 600);
         await darq.CommitAsync();
-        device.Hold();
+        device.HoldReads();
         var processor = await darq.RegisterProcessorAsync();
         for (int i = 0; i < 4; i++)
         {
             await processor.StepAsync(new DarqStep().Consume(lsns[i]));
         }
 
-        await device.FirstHeld.WaitAsync(ReadLimit);
+        await device.FirstReadHeld.WaitAsync(ReadLimit);
         for (int i = 4; i < lsns.Count; i++)
         {
             await processor.StepAsync(new DarqStep().Consume(lsns[i]));
@@ -261,7 +261,7 @@ public sealed class DarqBacklogTests
         var more = await EnqueueAsync(darq, 600, 12);
         Assert.Equal(8, darq.SpilledInCount);
         await darq.CommitAsync();
-        device.Release();
+        device.ReleaseReads();
 
         // First the four handed over at registration (consumed since), then the four buffered new ones.
         for (int i = 0; i < 4; i++)

@@ -3,11 +3,16 @@ using FASTER.core;
 
 namespace Dse.Darq.Tests;
 
-/// <summary>A device whose writes can be held back (not issued to the inner device) and released later, to fill log memory on purpose.</summary>
+/// <summary>
+/// A device whose writes, or reads, can be held back (not issued to the inner device) and released later: held writes
+/// fill log memory on purpose, a held read stops a reader between two points on purpose.
+/// </summary>
 internal sealed class HoldingDevice(IDevice inner) : DelegatingDevice(inner, ownsInner: true)
 {
     private readonly Lock _lock = new();
-    private List<Action>? _held;
+    private readonly TaskCompletionSource _firstReadHeld = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private List<Action>? _heldWrites;
+    private List<Action>? _heldReads;
 
     /// <summary>How many writes are held back.</summary>
     public int HeldCount
@@ -16,48 +21,86 @@ internal sealed class HoldingDevice(IDevice inner) : DelegatingDevice(inner, own
         {
             lock (_lock)
             {
-                return _held?.Count ?? 0;
+                return _heldWrites?.Count ?? 0;
             }
         }
     }
+
+    /// <summary>Completes when the first read is held back after <see cref="HoldReads"/>.</summary>
+    public Task FirstReadHeld => _firstReadHeld.Task;
 
     /// <summary>From now on, writes wait until <see cref="Release"/>.</summary>
     public void Hold()
     {
         lock (_lock)
         {
-            _held ??= [];
+            _heldWrites ??= [];
+        }
+    }
+
+    /// <summary>From now on, reads wait until <see cref="ReleaseReads"/>.</summary>
+    public void HoldReads()
+    {
+        lock (_lock)
+        {
+            _heldReads ??= [];
         }
     }
 
     /// <summary>Issues the held writes, in order, and lets later writes through.</summary>
-    public void Release()
-    {
-        List<Action>? held;
-        lock (_lock)
-        {
-            held = _held;
-            _held = null;
-        }
+    public void Release() => Issue(ref _heldWrites);
 
-        foreach (var write in held ?? [])
-        {
-            write();
-        }
-    }
+    /// <summary>Issues the held reads, in order, and lets later reads through.</summary>
+    public void ReleaseReads() => Issue(ref _heldReads);
 
     public override void WriteAsync(IntPtr sourceAddress, int segmentId, ulong destinationAddress, uint numBytesToWrite,
         DeviceIOCompletionCallback callback, object? context)
     {
-        lock (_lock)
+        if (!TryHold(ref _heldWrites, () => base.WriteAsync(sourceAddress, segmentId, destinationAddress, numBytesToWrite, callback, context)))
         {
-            if (_held is not null)
-            {
-                _held.Add(() => base.WriteAsync(sourceAddress, segmentId, destinationAddress, numBytesToWrite, callback, context));
-                return;
-            }
+            base.WriteAsync(sourceAddress, segmentId, destinationAddress, numBytesToWrite, callback, context);
+        }
+    }
+
+    public override void ReadAsync(int segmentId, ulong sourceAddress, IntPtr destinationAddress, uint readLength,
+        DeviceIOCompletionCallback callback, object? context)
+    {
+        if (TryHold(ref _heldReads, () => base.ReadAsync(segmentId, sourceAddress, destinationAddress, readLength, callback, context)))
+        {
+            _firstReadHeld.TrySetResult();
+            return;
         }
 
-        base.WriteAsync(sourceAddress, segmentId, destinationAddress, numBytesToWrite, callback, context);
+        base.ReadAsync(segmentId, sourceAddress, destinationAddress, readLength, callback, context);
+    }
+
+    /// <summary>Adds <paramref name="operation"/> to <paramref name="held"/> while that is holding; false when it is not.</summary>
+    private bool TryHold(ref List<Action>? held, Action operation)
+    {
+        lock (_lock)
+        {
+            if (held is null)
+            {
+                return false;
+            }
+
+            held.Add(operation);
+            return true;
+        }
+    }
+
+    private void Issue(ref List<Action>? held)
+    {
+        List<Action>? operations;
+        lock (_lock)
+        {
+            operations = held;
+            held = null;
+        }
+
+        foreach (var operation in operations ?? [])
+        {
+            operation();
+        }
     }
 }
