@@ -113,11 +113,13 @@ public sealed class RemoteDeliveryTests
         Assert.Equal(StatusCode.NotFound, Assert.IsType<RpcException>(unknown.InnerException).StatusCode);
         Assert.Equal(0, darq.UnconsumedCount);
 
-        // A server that is gone is transient: a plain RpcException (UNAVAILABLE), retried with backoff.
+        // A server that is gone is transient: a plain RpcException, not a refusal, retried with backoff. Its status is
+        // UNAVAILABLE, or INTERNAL when the call still went out on the connection the server was closing (a race of the
+        // HTTP/2 client; CI saw it once); both are transient to the delivery loop.
         await server.DisposeAsync();
         var down = await Assert.ThrowsAsync<RpcException>(async () =>
             await destination.DeliverAsync(new DarqDelivery("a", 64, "b", "x".Bytes()), CancellationToken.None));
-        Assert.Equal(StatusCode.Unavailable, down.StatusCode);
+        Assert.Contains(down.StatusCode, (StatusCode[])[StatusCode.Unavailable, StatusCode.Internal]);
     }
 
     [Fact]
