@@ -42,7 +42,11 @@ public sealed partial class Darq
     /// <summary>The processor whose stream the feed loop ended with a damaged spilled entry; it is fed no more.</summary>
     private DarqProcessor? _feedFailed;
 
-    /// <summary>The payload bytes of the IN messages held in memory (unconsumed, handed to the processor or waiting for one); at most <see cref="DarqOptions.MaxBufferedInBytes"/> but for one message.</summary>
+    /// <summary>
+    /// The payload bytes of the IN messages held in memory (unconsumed, handed to the processor or waiting for one): at
+    /// most <see cref="DarqOptions.MaxBufferedInBytes"/> but for one message, plus what the processor read and holds
+    /// unconsumed when it is given more (see the option).
+    /// </summary>
     public long BufferedInBytes => Volatile.Read(ref _bufferedInBytes);
 
     /// <summary>How many unconsumed IN messages wait in the log only, to be read back when the processor gets to them.</summary>
@@ -137,19 +141,15 @@ public sealed partial class Darq
                     e.Processor.Fail(error);
                     failures = (-1, 0);
                 }
-                catch (FeedException e)
-                {
-                    // A read that failed (storage): tried again after a backoff.
-                    failures = e.Lsn == failures.Lsn ? (e.Lsn, failures.Count + 1) : (e.Lsn, 1);
-                    DarqLog.FeedRetry(_logger, e.InnerException!, Name);
-                    errorDelay = NextRetryDelay(errorDelay);
-                    await Task.Delay(errorDelay, _options.TimeProvider, token).ConfigureAwait(false);
-                    _feedSignal.Writer.TryWrite(true);
-                }
                 catch (Exception e) when (e is not OperationCanceledException && e is not ObjectDisposedException && e is not StorageFencedException)
                 {
-                    // Anything else (a commit the loop asked for failed): tried again after a backoff.
-                    DarqLog.FeedRetry(_logger, e, Name);
+                    // A read that failed (storage), or a commit the loop asked for: tried again after a backoff.
+                    if (e is FeedException feed)
+                    {
+                        failures = feed.Lsn == failures.Lsn ? (feed.Lsn, failures.Count + 1) : (feed.Lsn, 1);
+                    }
+
+                    DarqLog.FeedRetry(_logger, (e as FeedException)?.InnerException ?? e, Name);
                     errorDelay = NextRetryDelay(errorDelay);
                     await Task.Delay(errorDelay, _options.TimeProvider, token).ConfigureAwait(false);
                     _feedSignal.Writer.TryWrite(true);
@@ -219,14 +219,10 @@ public sealed partial class Darq
             long taken = 0;
             foreach (var (lsn, message) in _unconsumed.From(_feedFrom))
             {
-                if (message.Kind != DarqMessageKind.In)
-                {
-                    continue;
-                }
-
                 if (!message.IsSpilled)
                 {
-                    // Handed over already: buffered when nothing was spilled (possibly after this mark was set).
+                    // SELF (never spilled), or an IN message handed over already: buffered when nothing was spilled
+                    // (possibly after this mark was set).
                     continue;
                 }
 
