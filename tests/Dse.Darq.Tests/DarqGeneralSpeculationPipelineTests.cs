@@ -18,8 +18,14 @@ public sealed class DarqGeneralSpeculationPipelineTests(ITestOutputHelper output
     private const int MaxPlans = 3;
     private static readonly TimeSpan HangGuard = TimeSpan.FromSeconds(90);
 
-    [Fact]
-    public async Task Pipeline_GeneralSpeculationCrashesAndKills_RecoverableAlertsEqualAFailureFreeRun()
+    /// <param name="maxBufferedBytes">
+    /// Each DARQ's IN and OUT budgets, when not the defaults: with tiny ones most messages wait in the log only, and OUT
+    /// messages delivered before their commit wait for it when spilled.
+    /// </param>
+    [Theory]
+    [InlineData(null)]
+    [InlineData(256L)]
+    public async Task Pipeline_GeneralSpeculationCrashesAndKills_RecoverableAlertsEqualAFailureFreeRun(long? maxBufferedBytes)
     {
         const string testName = nameof(Pipeline_GeneralSpeculationCrashesAndKills_RecoverableAlertsEqualAFailureFreeRun);
         int seed = DarqSeed.Pick(output, testName);
@@ -27,7 +33,7 @@ public sealed class DarqGeneralSpeculationPipelineTests(ITestOutputHelper output
         var (windows, alerts) = DarqSearchTrendPipeline.Expected(DarqSearchTrendPipeline.Input(seed, Events));
         Assert.NotEmpty(alerts);
 
-        var (freeWindows, freeAlerts, _) = await RunPipelineAsync(seed, testName, 0, seed);
+        var (freeWindows, freeAlerts, _) = await RunPipelineAsync(seed, testName, 0, seed, maxBufferedBytes);
         Assert.True(windows.SequenceEqual(freeWindows), $"the failure-free run's window counts differ from the reference; {context}");
         Assert.True(alerts.SequenceEqual(freeAlerts), $"the failure-free run's alerts differ from the reference; {context}");
 
@@ -38,11 +44,11 @@ public sealed class DarqGeneralSpeculationPipelineTests(ITestOutputHelper output
         for (int attempt = 0; attempt < MaxPlans; attempt++)
         {
             int planSeed = unchecked(seed + (attempt * 7919));
-            var (resultWindows, resultAlerts, pipeline) = await RunPipelineAsync(seed, testName, ChaosActions, planSeed);
+            var (resultWindows, resultAlerts, pipeline) = await RunPipelineAsync(seed, testName, ChaosActions, planSeed, maxBufferedBytes);
             string chaos = string.Join(", ", pipeline.Actions);
             Assert.True(freeWindows.SequenceEqual(resultWindows),
-                $"window counts differ from the failure-free run (expected {freeWindows.Count}, got {resultWindows.Count}; first difference: "
-                + $"{freeWindows.Zip(resultWindows).FirstOrDefault(p => p.First != p.Second)}); plan {planSeed}, chaos: {chaos}; {context}");
+                $"window counts differ from the failure-free run (expected {freeWindows.Count}, got {resultWindows.Count}; differences (expected, got): "
+                + $"{string.Join("; ", freeWindows.Zip(resultWindows).Where(p => p.First != p.Second).Take(6))}); plan {planSeed}, chaos: {chaos}; {context}");
             Assert.True(freeAlerts.SequenceEqual(resultAlerts),
                 $"alerts differ: expected [{string.Join(", ", freeAlerts)}], got [{string.Join(", ", resultAlerts)}]; plan {planSeed}, chaos: {chaos}; {context}");
             if (pipeline.DependentRollbacks >= 1)
@@ -57,15 +63,21 @@ public sealed class DarqGeneralSpeculationPipelineTests(ITestOutputHelper output
     }
 
     private async Task<(List<string> Windows, List<string> Alerts, DarqSearchTrendPipeline Pipeline)> RunPipelineAsync(int seed, string testName, int chaosActions,
-        int planSeed)
+        int planSeed, long? maxBufferedBytes)
     {
-        var pipeline = new DarqSearchTrendPipeline(seed, Events, general: true);
+        var pipeline = new DarqSearchTrendPipeline(seed, Events, general: true, maxBufferedBytes);
         using var guard = new CancellationTokenSource(HangGuard);
         try
         {
             var (windows, alerts) = await pipeline.RunAsync(planSeed, chaosActions, guard.Token);
             output.WriteLine($"{chaosActions} chaos actions: {windows.Count} windows, {alerts.Count} alerts, {pipeline.Rollbacks} rollbacks "
-                             + $"({pipeline.DependentRollbacks} of dependents); {string.Join(", ", pipeline.Actions)}");
+                             + $"({pipeline.DependentRollbacks} of dependents), {pipeline.FedFromLog} IN and {pipeline.OutReadFromLog} OUT messages read back from the logs; "
+                             + string.Join(", ", pipeline.Actions));
+            if (maxBufferedBytes is not null)
+            {
+                Assert.True(pipeline.OutReadFromLog > 0, "no DARQ of the pipeline spilled an OUT message: the test does not exercise the read-back");
+            }
+
             return (windows, alerts, pipeline);
         }
         catch (Exception e) when (e is not OperationCanceledException || guard.IsCancellationRequested)

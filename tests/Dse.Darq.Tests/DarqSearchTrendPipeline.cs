@@ -52,18 +52,22 @@ internal sealed class DarqSearchTrendPipeline
     private readonly int _windows;
     private readonly bool _general;
 
-    /// <summary>Each DARQ's <see cref="DarqOptions.MaxBufferedInBytes"/>, when not the default (a tiny one spills most messages).</summary>
-    private readonly long? _maxBufferedInBytes;
+    /// <summary>
+    /// Each DARQ's <see cref="DarqOptions.MaxBufferedInBytes"/> and <see cref="DarqOptions.MaxBufferedOutBytes"/>, when not
+    /// the defaults (tiny ones spill most messages, IN and OUT).
+    /// </summary>
+    private readonly long? _maxBufferedBytes;
     private readonly ClusterCoordinator? _coordinator;
     private readonly RecentLog _log = new();
     private long _rollbacks;
     private long _fedFromLog;
+    private long _outReadFromLog;
     private long _dependentRollbacks;
 
     /// <summary>A pipeline over seeded input; <paramref name="general"/> runs it in general speculation under one coordinator.</summary>
-    public DarqSearchTrendPipeline(int seed, int events, bool general = false, long? maxBufferedInBytes = null)
+    public DarqSearchTrendPipeline(int seed, int events, bool general = false, long? maxBufferedBytes = null)
     {
-        _maxBufferedInBytes = maxBufferedInBytes;
+        _maxBufferedBytes = maxBufferedBytes;
         _windows = events / WindowSize;
         _input = Input(seed, events);
         _general = general;
@@ -88,6 +92,9 @@ internal sealed class DarqSearchTrendPipeline
 
     /// <summary>Spilled IN messages this pipeline's DARQs read back from their logs (counted with a non-default IN budget or general speculation).</summary>
     public long FedFromLog => Interlocked.Read(ref _fedFromLog);
+
+    /// <summary>Spilled OUT payloads this pipeline's DARQs read back from their logs to send them.</summary>
+    public long OutReadFromLog => Interlocked.Read(ref _outReadFromLog);
 
     /// <summary>General speculation: rollbacks of a DARQ other than during its own reopen after a crash (cascading ones).</summary>
     public long DependentRollbacks => Interlocked.Read(ref _dependentRollbacks);
@@ -145,7 +152,7 @@ internal sealed class DarqSearchTrendPipeline
     /// </summary>
     public async Task<(List<string> Windows, List<string> Alerts)> RunAsync(int seed, int chaosActions, CancellationToken cancellationToken)
     {
-        using var listener = _general || _maxBufferedInBytes is not null ? ListenToDarqs() : null;
+        using var listener = _general || _maxBufferedBytes is not null ? ListenToDarqs() : null;
         (List<string> Windows, List<string> Alerts) recoverable = default;
         try
         {
@@ -230,9 +237,10 @@ internal sealed class DarqSearchTrendPipeline
             o.Destinations = new GuardedDestinations(this, generation);
             o.DeliveryRetryMinDelay = TimeSpan.FromMilliseconds(1);
             o.DeliveryRetryMaxDelay = TimeSpan.FromMilliseconds(5);
-            if (_maxBufferedInBytes is { } budget)
+            if (_maxBufferedBytes is { } budget)
             {
                 o.MaxBufferedInBytes = budget;
+                o.MaxBufferedOutBytes = budget;
             }
 
             if (_general)
@@ -385,7 +393,7 @@ internal sealed class DarqSearchTrendPipeline
         {
             InstrumentPublished = (instrument, l) =>
             {
-                if (instrument.Meter.Name == DarqInstrumentation.MeterName && instrument.Name is "dse.darq.rollbacks" or "dse.darq.in.fed_from_log")
+                if (instrument.Meter.Name == DarqInstrumentation.MeterName && instrument.Name is "dse.darq.rollbacks" or "dse.darq.in.fed_from_log" or "dse.darq.out.read_from_log")
                 {
                     l.EnableMeasurementEvents(instrument);
                 }
@@ -399,7 +407,11 @@ internal sealed class DarqSearchTrendPipeline
                 {
                     Interlocked.Add(ref _fedFromLog, value);
                 }
-                else if (tag.Key == "darq" && tag.Value is string name && _stagesByDarqName.TryGetValue(name, out var stage))
+                else if (tag.Key == "darq" && tag.Value is string sender && instrument.Name == "dse.darq.out.read_from_log" && _stagesByDarqName.ContainsKey(sender))
+                {
+                    Interlocked.Add(ref _outReadFromLog, value);
+                }
+                else if (tag.Key == "darq" && instrument.Name == "dse.darq.rollbacks" && tag.Value is string name && _stagesByDarqName.TryGetValue(name, out var stage))
                 {
                     bool dependent = !stage.Reopening;
                     Interlocked.Add(ref _rollbacks, value);

@@ -23,12 +23,12 @@ public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
 
     [Fact]
     public Task Pipeline_RandomKillsAndCrashesWithMostMessagesSpilled_AlertsEqualAFailureFreeRun()
-        => RunAsync(nameof(Pipeline_RandomKillsAndCrashesWithMostMessagesSpilled_AlertsEqualAFailureFreeRun), chaosActions: 20, maxBufferedInBytes: 256);
+        => RunAsync(nameof(Pipeline_RandomKillsAndCrashesWithMostMessagesSpilled_AlertsEqualAFailureFreeRun), chaosActions: 20, maxBufferedBytes: 256);
 
     /// <param name="testName">Names the seed's replay.</param>
     /// <param name="chaosActions">Seeded processor kills and DARQ crashes in the run compared with the failure-free one.</param>
-    /// <param name="maxBufferedInBytes">Each DARQ's IN budget, when not the default: a tiny one reads most messages back from the log.</param>
-    private async Task RunAsync(string testName, int chaosActions, long? maxBufferedInBytes = null)
+    /// <param name="maxBufferedBytes">Each DARQ's IN and OUT budgets, when not the defaults: tiny ones read most messages back from the log.</param>
+    private async Task RunAsync(string testName, int chaosActions, long? maxBufferedBytes = null)
     {
         int seed = DarqSeed.Pick(output, testName);
         var input = DarqSearchTrendPipeline.Input(seed, Events);
@@ -38,10 +38,10 @@ public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
         if (chaosActions > 0)
         {
             // The failure-free run of the same input, which the run with failures must match.
-            (windows, alerts) = await RunPipelineAsync(seed, testName, 0, maxBufferedInBytes);
+            (windows, alerts) = await RunPipelineAsync(seed, testName, 0, maxBufferedBytes);
         }
 
-        var (resultWindows, resultAlerts) = await RunPipelineAsync(seed, testName, chaosActions, maxBufferedInBytes);
+        var (resultWindows, resultAlerts) = await RunPipelineAsync(seed, testName, chaosActions, maxBufferedBytes);
         string context = DarqSeed.Replay(seed, testName);
         Assert.True(windows.SequenceEqual(resultWindows),
             $"window counts differ from the failure-free result (expected {windows.Count}, got {resultWindows.Count}; first difference: "
@@ -49,17 +49,18 @@ public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
         Assert.True(alerts.SequenceEqual(resultAlerts), $"alerts differ: expected [{string.Join(", ", alerts)}], got [{string.Join(", ", resultAlerts)}]; {context}");
     }
 
-    private async Task<(List<string> Windows, List<string> Alerts)> RunPipelineAsync(int seed, string testName, int chaosActions, long? maxBufferedInBytes)
+    private async Task<(List<string> Windows, List<string> Alerts)> RunPipelineAsync(int seed, string testName, int chaosActions, long? maxBufferedBytes)
     {
-        var pipeline = new DarqSearchTrendPipeline(seed, Events, maxBufferedInBytes: maxBufferedInBytes);
+        var pipeline = new DarqSearchTrendPipeline(seed, Events, maxBufferedBytes: maxBufferedBytes);
         using var guard = new CancellationTokenSource(HangGuard);
         try
         {
             var result = await pipeline.RunAsync(seed, chaosActions, guard.Token);
-            output.WriteLine($"{result.Windows.Count} windows, {result.Alerts.Count} alerts, {pipeline.FedFromLog} messages read back from the logs; chaos: {string.Join(", ", pipeline.Actions)}");
-            if (maxBufferedInBytes is not null)
+            output.WriteLine($"{result.Windows.Count} windows, {result.Alerts.Count} alerts, {pipeline.FedFromLog} IN and {pipeline.OutReadFromLog} OUT messages read back from the logs; chaos: {string.Join(", ", pipeline.Actions)}");
+            if (maxBufferedBytes is not null)
             {
-                Assert.True(pipeline.FedFromLog > 0, "no DARQ of the pipeline spilled a message: the test does not exercise the read-back");
+                Assert.True(pipeline.FedFromLog > 0, "no DARQ of the pipeline spilled an IN message: the test does not exercise the read-back");
+                Assert.True(pipeline.OutReadFromLog > 0, "no DARQ of the pipeline spilled an OUT message: the test does not exercise the read-back");
             }
 
             return result;

@@ -40,6 +40,11 @@ internal sealed class DarqOptionsValidator(DarqHostRegistry registry) : IValidat
             failures.Add($"DARQ '{name}': DarqOptions.MaxBufferedInBytes must be 0 or more; got {options.MaxBufferedInBytes}.");
         }
 
+        if (options.MaxBufferedOutBytes < 0)
+        {
+            failures.Add($"DARQ '{name}': DarqOptions.MaxBufferedOutBytes must be 0 or more; got {options.MaxBufferedOutBytes}.");
+        }
+
         return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
     }
 }

@@ -100,7 +100,6 @@ public sealed partial class Darq
             return false;
         }
 
-        _outHeaders.TryRemove(outLsn, out _);
         _deliverySignal.Writer.TryWrite(true);
         await EnsureDurableAsync(durableAt, cancellationToken).ConfigureAwait(false);
         return true;
@@ -120,7 +119,7 @@ public sealed partial class Darq
 
             await AppendAsync(DarqEntryFormat.Ack(_nextSequence, outLsn, discarded: true), cancellationToken).ConfigureAwait(false);
             _nextSequence++;
-            _pendingOut.Remove(outLsn);
+            RemovePendingOut(outLsn);
             Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
             lock (_parked)
             {
@@ -614,7 +613,7 @@ public sealed partial class Darq
             _nextSequence++;
             foreach (long lsn in pending)
             {
-                _pendingOut.Remove(lsn);
+                RemovePendingOut(lsn);
                 DarqLog.Delivered(_logger, Name, lsn);
             }
 
@@ -635,6 +634,16 @@ public sealed partial class Darq
     /// <remarks><c>Retrying</c>: due, and being tried again; it no longer holds the destination back.</remarks>
     private sealed record ParkedDestination(long Lsn, string Reason, DateTimeOffset ParkedAt, int Refusals, DateTimeOffset? RetryAt, bool Retrying = false);
 
-    /// <summary>An OUT message awaiting acknowledgement: where its step starts (truncation keeps whole steps), destination, payload.</summary>
-    private sealed record PendingOut(StepStart Step, string Destination, ReadOnlyMemory<byte> Payload);
+    /// <summary>
+    /// An OUT message awaiting acknowledgement: where its step starts (truncation keeps whole steps), destination, payload
+    /// (none for a spilled one, read back from the log when sent).
+    /// </summary>
+    private sealed record PendingOut(StepStart Step, string Destination, ReadOnlyMemory<byte> Payload, int SpilledLength = -1)
+    {
+        /// <summary>Whether the payload is in the log only (beyond <see cref="DarqOptions.MaxBufferedOutBytes"/>, or no destinations); <see cref="SpilledLength"/> is its length then.</summary>
+        public bool IsSpilled => SpilledLength >= 0;
+
+        /// <summary>The payload's length, in memory or not.</summary>
+        public int Length => IsSpilled ? SpilledLength : Payload.Length;
+    }
 }

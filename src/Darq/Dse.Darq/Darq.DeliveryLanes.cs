@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using System.Diagnostics;
+using System.Runtime.ExceptionServices;
 using Dse.Storage;
 
 namespace Dse.Darq;
@@ -334,7 +335,13 @@ public sealed partial class Darq
         int batchSize = _dse is null ? _options.DeliveryBatchSize : 1;
         for (int i = 0; i < messages.Count;)
         {
-            var run = TakeRun(messages, i, batchSize);
+            var (run, loadError) = await LoadSpilledOutAsync(TakeRun(messages, i, batchSize), token).ConfigureAwait(false);
+            if (run.Length == 0)
+            {
+                return await SpilledOutUnreadableAsync(destination, messages[i].Key, loadError!, token).ConfigureAwait(false);
+            }
+
+            // A run cut short by a payload that could not be read is delivered; the next one starts at that payload.
             i += run.Length;
             bool delivered = run.Length == 1
                 ? await TryDeliverAsync(destinations, run[0].Key, run[0].Value, token).ConfigureAwait(false)
@@ -359,16 +366,39 @@ public sealed partial class Darq
     }
 
     /// <summary>
+    /// A lane's next message is spilled and its payload could not be read back: a damaged entry parks the destination at
+    /// it (an operator may discard it; the parked retry reads it again), a failed read backs the lane off.
+    /// </summary>
+    private async ValueTask<LaneOutcome> SpilledOutUnreadableAsync(string destination, long lsn, Exception error, CancellationToken token)
+    {
+        if (error is ObjectDisposedException)
+        {
+            ExceptionDispatchInfo.Throw(error);
+        }
+
+        DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+        if (error is DamagedOutEntryException damaged)
+        {
+            Park(destination, damaged.Lsn, damaged.Message, damaged);
+            await PulseDeliveryProgressAsync(token).ConfigureAwait(false);
+            return LaneOutcome.Parked;
+        }
+
+        DarqLog.DeliveryFailed(_logger, error, Name, lsn, destination);
+        return LaneOutcome.Failed;
+    }
+
+    /// <summary>
     /// The run of one destination's messages starting at <paramref name="start"/>: up to <paramref name="batchSize"/> messages
     /// and <see cref="DarqOptions.DeliveryBatchBytes"/> payload bytes (the first always).
     /// </summary>
     private KeyValuePair<long, PendingOut>[] TakeRun(List<KeyValuePair<long, PendingOut>> messages, int start, int batchSize)
     {
         int end = start + 1;
-        long bytes = messages[start].Value.Payload.Length;
-        while (end < messages.Count && end - start < batchSize && bytes + messages[end].Value.Payload.Length <= _options.DeliveryBatchBytes)
+        long bytes = messages[start].Value.Length;
+        while (end < messages.Count && end - start < batchSize && bytes + messages[end].Value.Length <= _options.DeliveryBatchBytes)
         {
-            bytes += messages[end].Value.Payload.Length;
+            bytes += messages[end].Value.Length;
             end++;
         }
 

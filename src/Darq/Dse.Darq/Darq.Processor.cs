@@ -246,22 +246,15 @@ public sealed partial class Darq
             address += DarqEntryFormat.LogFootprint(entry.Length);
         }
 
-        // A pending OUT keeps its payload only for the delivery loop; without destinations nothing here sends it (a
-        // later instance with destinations reads it back from the log at recovery).
-        bool keepPayloads = _options.Destinations is not null;
+        // A pending OUT keeps its payload in memory only for the delivery loop, within its budget; otherwise the loop
+        // reads it back from the log (without destinations nothing here sends it).
         var outLsns = outCount == 0 ? [] : new long[outCount];
         for (int i = 0; i < outLsns.Length; i++)
         {
             outLsns[i] = address;
             var entry = entries.Entry(entryStart + selfCount + i);
-            var payload = ReadOnlyMemory<byte>.Empty;
-            if (keepPayloads)
-            {
-                var body = entry[DarqEntryFormat.HeaderSize..];
-                payload = body[(2 + BinaryPrimitives.ReadUInt16LittleEndian(body))..].ToArray();
-            }
-
-            _pendingOut.Add(address, new PendingOut(start, entries.Destinations[destinationStart + i], payload));
+            var body = entry[DarqEntryFormat.HeaderSize..];
+            AddPendingOut(address, start, entries.Destinations[destinationStart + i], body[(2 + BinaryPrimitives.ReadUInt16LittleEndian(body))..]);
             address += DarqEntryFormat.LogFootprint(entry.Length);
         }
 

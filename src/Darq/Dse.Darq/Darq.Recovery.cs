@@ -153,8 +153,7 @@ public sealed partial class Darq
                     throw Corrupt(address, $"OUT entry with a destination of {destinationLength} bytes in a body of {body.Length}");
                 }
 
-                _pendingOut.Add(address, new PendingOut(openStep, Encoding.UTF8.GetString(body.Slice(2, destinationLength)),
-                    body[(2 + destinationLength)..].ToArray()));
+                AddPendingOut(address, openStep, Encoding.UTF8.GetString(body.Slice(2, destinationLength)), body[(2 + destinationLength)..]);
                 openStepEntries++;
                 break;
             case DarqEntryKind.Ack:
@@ -167,7 +166,7 @@ public sealed partial class Darq
                 for (int i = 0; i < acked; i++)
                 {
                     long lsn = BinaryPrimitives.ReadInt64LittleEndian(body[(8 + (8 * i))..]);
-                    if (!_pendingOut.Remove(lsn) && lsn >= _log.BeginAddress)
+                    if (!RemovePendingOut(lsn) && lsn >= _log.BeginAddress)
                     {
                         throw Corrupt(address, $"the ACK entry acknowledges LSN {lsn}, which is no pending OUT message");
                     }

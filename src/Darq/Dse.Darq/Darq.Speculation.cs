@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 
 namespace Dse.Darq;
 
@@ -15,9 +14,6 @@ public sealed partial class Darq
 
     /// <summary>General speculation: persisted, unpruned versions, ascending; under the gate.</summary>
     private readonly List<DarqVersionRecord> _versions = [];
-
-    /// <summary>General speculation: the encoded header of the step that appended each pending OUT entry (its vertex), until acknowledged.</summary>
-    private readonly ConcurrentDictionary<long, byte[]> _outHeaders = new();
 
     private DarqStateObject? _dse;
 
@@ -290,15 +286,7 @@ public sealed partial class Darq
 
     private async ValueTask<DarqStepResult> StepInActionAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
     {
-        var (result, header) = await InActionAsync(default, token => StepCoreAsync(incarnation, step, token), cancellationToken).ConfigureAwait(false);
-        if (result.OutLsns.Count > 0)
-        {
-            var encoded = header.ToArray();
-            foreach (long lsn in result.OutLsns)
-            {
-                _outHeaders[lsn] = encoded;
-            }
-        }
+        var (result, _) = await InActionAsync(default, token => StepCoreAsync(incarnation, step, token), cancellationToken).ConfigureAwait(false);
 
         SignalDelivery();
         return result;
@@ -312,12 +300,14 @@ public sealed partial class Darq
     {
         var dse = _dse!;
 
-        // The header is the step's vertex when the step recorded it (a restore keeps it only for entries it kept, whose
-        // vertex survived, which the destination's world-line check accepts). Otherwise, for entries recovered from the
-        // log or sent before the step recorded it, the current vertex (never lower, so it only waits longer): taken
-        // inside an action while the entry is still pending, so an entry voided by a restore never leaves under the new
-        // world-line.
+        // The message carries the DARQ's current vertex, taken inside an action while the entry is still pending (so an
+        // entry voided by a restore never leaves under the new world-line), not the vertex of the step that wrote it.
+        // Sending it relies on more than that step: a destination deduplicates a source by its largest LSN, so sending
+        // it relies on the acknowledgements of this destination's earlier messages, recorded in later versions. Were one
+        // of those versions rolled back, its message would be pending again below an LSN the destination holds, and be
+        // dropped there as a duplicate; with the current vertex the destination's receipt rolls back with it.
         bool stillPending;
+        bool overtaking;
         await PaceAsync(dse, cancellationToken).ConfigureAwait(false);
         await dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
         DseHeader header;
@@ -327,6 +317,7 @@ public sealed partial class Darq
             try
             {
                 stillPending = _pendingOut.ContainsKey(lsn);
+                overtaking = stillPending && HasEarlierPendingOut(pending.Destination, lsn);
             }
             finally
             {
@@ -340,16 +331,19 @@ public sealed partial class Darq
 
         if (!stillPending)
         {
-            _outHeaders.TryRemove(lsn, out _);
             return true;
         }
 
-        // A step's header from an earlier world-line is not sent: the destination may be unable to prove that the vertex
-        // survived the decisions since (it discards such a message, and the entry would be refused forever). The entry is
-        // still pending, so it survived: the current vertex stands in for it.
-        byte[] encoded = _outHeaders.TryGetValue(lsn, out var stepHeader) && DseHeader.Parse(stepHeader).WorldLine == header.WorldLine
-            ? stepHeader
-            : header.ToArray();
+        if (overtaking)
+        {
+            // A restore made an earlier message to this destination pending again (it voided its acknowledgement) after
+            // this turn was collected: sending this one first would raise the destination's deduplication mark above
+            // the earlier one, which would then be dropped as a duplicate. The turn ends; the next starts at the earliest.
+            DarqLog.DeliveryReordered(_logger, Name, lsn, pending.Destination);
+            return false;
+        }
+
+        byte[] encoded = header.ToArray();
 
         ReadOnlyMemory<byte> reply;
         DseHeader replyHeader;
@@ -390,8 +384,32 @@ public sealed partial class Darq
             dse.EndAction();
         }
 
-        _outHeaders.TryRemove(lsn, out _);
+
         return true;
+    }
+
+    /// <summary>
+    /// Whether an OUT message to <paramref name="destination"/> before <paramref name="lsn"/> is pending. A destination
+    /// deduplicates a source by its largest LSN, so a source's messages to it must leave in LSN order, each after the
+    /// acknowledgement of the one before. Under the gate; scans the pending messages before <paramref name="lsn"/> (those
+    /// to other destinations), and stops at the first to this one.
+    /// </summary>
+    private bool HasEarlierPendingOut(string destination, long lsn)
+    {
+        foreach (var (pendingLsn, pending) in _pendingOut)
+        {
+            if (pendingLsn >= lsn)
+            {
+                return false;
+            }
+
+            if (string.Equals(pending.Destination, destination, StringComparison.Ordinal))
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     /// <summary>
@@ -409,7 +427,6 @@ public sealed partial class Darq
             if (!_pendingOut.ContainsKey(lsn))
             {
                 // Acknowledged meanwhile, or voided by a restore: nothing to send.
-                _outHeaders.TryRemove(lsn, out _);
                 return true;
             }
 
@@ -450,7 +467,6 @@ public sealed partial class Darq
             dse.EndAction();
         }
 
-        _outHeaders.TryRemove(lsn, out _);
         return true;
     }
 
@@ -687,13 +703,6 @@ public sealed partial class Darq
                 }
 
                 await RebuildAsync(from).ConfigureAwait(false);
-                foreach (long lsn in _outHeaders.Keys)
-                {
-                    if (!_pendingOut.ContainsKey(lsn))
-                    {
-                        _outHeaders.TryRemove(lsn, out _);
-                    }
-                }
 
                 RecountSpeculation(freed: true);
                 var cookie = CaptureState().Serialize();
@@ -732,7 +741,7 @@ public sealed partial class Darq
     private async ValueTask RebuildAsync(long until)
     {
         ClearUnconsumed();
-        _pendingOut.Clear();
+        ClearPendingOut();
         _consumed.Clear();
         long expected = _beginSequence;
         int openStepEntries = 0;

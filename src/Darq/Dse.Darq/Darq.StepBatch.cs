@@ -235,16 +235,8 @@ public sealed partial class Darq
     private async ValueTask<IReadOnlyList<DarqStepResult>> StepBatchInActionAsync(long incarnation, IReadOnlyList<DarqStep> steps,
         CancellationToken cancellationToken)
     {
-        var (results, header) = await InActionAsync(default, token => StepBatchCoreAsync(incarnation, steps, token), cancellationToken)
+        var (results, _) = await InActionAsync(default, token => StepBatchCoreAsync(incarnation, steps, token), cancellationToken)
             .ConfigureAwait(false);
-        byte[]? encoded = null;
-        foreach (var result in results)
-        {
-            foreach (long lsn in result.OutLsns)
-            {
-                _outHeaders[lsn] = encoded ??= header.ToArray();
-            }
-        }
 
         SignalDelivery();
         return results;

@@ -73,9 +73,14 @@ public static class DarqInstrumentation
     internal static readonly Histogram<double> HoldDuration = Meter.CreateHistogram<double>("dse.darq.speculation.hold.duration", "ms",
         "Time an action waited for the coordinator to commit before starting (general speculation backpressure).");
 
-    /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
+    /// <summary>Spilled IN messages read back from the log for the processor.</summary>
     internal static readonly Counter<long> FedFromLog = Meter.CreateCounter<long>("dse.darq.in.fed_from_log", "{message}",
         "Spilled IN messages read back from the log and handed to the processor (the backlog beyond DarqOptions.MaxBufferedInBytes).");
 
+    /// <summary>Spilled OUT payloads read back from the log for the delivery loop.</summary>
+    internal static readonly Counter<long> OutReadFromLog = Meter.CreateCounter<long>("dse.darq.out.read_from_log", "{message}",
+        "Spilled OUT payloads read back from the log to be sent (pending OUT messages beyond DarqOptions.MaxBufferedOutBytes).");
+
+    /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
     internal static readonly Counter<long> MessagesRefused = Meter.CreateCounter<long>("dse.darq.messages.refused", "{message}", "Messages or acknowledgements refused for a lower world-line (general speculation).");
 }

@@ -12,4 +12,8 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4251, Level = LogLevel.Debug,
         Message = "DARQ '{Darq}' delivers to {MaxConcurrentDeliveries} destinations at once (MaxConcurrentDeliveries); {Waiting} more wait for a free lane.")]
     public static partial void DeliveryLanesFull(ILogger logger, string darq, int maxConcurrentDeliveries, int waiting);
+
+    [LoggerMessage(EventId = 4252, Level = LogLevel.Debug,
+        Message = "DARQ '{Darq}' holds OUT message {Lsn} back: a rollback made an earlier message to '{Destination}' pending again, which leaves first.")]
+    public static partial void DeliveryReordered(ILogger logger, string darq, long lsn, string destination);
 }

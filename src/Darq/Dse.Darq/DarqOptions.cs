@@ -54,6 +54,15 @@ public sealed class DarqOptions
     public long MaxBufferedInBytes { get; set; } = 64L << 20;
 
     /// <summary>
+    /// The most bytes of pending OUT payloads (sent by steps, not yet acknowledged by their destination) an instance keeps
+    /// in memory for its delivery loop. Default 64 MiB; 0 or more. An OUT message written when the budget is used up keeps
+    /// only its place, destination and length in memory: the delivery loop reads its payload back from the log (once
+    /// committed) each time it sends it. So a destination that is down for long, while its senders keep stepping, fills
+    /// the disk, not the heap. Without <see cref="Destinations"/> no payload is kept at all (nothing in the instance sends).
+    /// </summary>
+    public long MaxBufferedOutBytes { get; set; } = 64L << 20;
+
+    /// <summary>
     /// The most producers the deduplication table holds; an enqueue from one more producer id is refused. It sizes the
     /// commit records. Default 65,536; between 1 and 4,194,304.
     /// </summary>
@@ -196,6 +205,11 @@ public sealed class DarqOptions
         if (MaxBufferedInBytes < 0)
         {
             throw new ArgumentOutOfRangeException(nameof(MaxBufferedInBytes), MaxBufferedInBytes, "The buffered IN bytes must be 0 or more.");
+        }
+
+        if (MaxBufferedOutBytes < 0)
+        {
+            throw new ArgumentOutOfRangeException(nameof(MaxBufferedOutBytes), MaxBufferedOutBytes, "The buffered OUT bytes must be 0 or more.");
         }
 
         if (MaxProducers is < 1 or > MaxProducersLimit)

@@ -1,0 +1,224 @@
+using System.Buffers.Binary;
+using System.Text;
+
+namespace Dse.Darq;
+
+/// <summary>
+/// Pending OUT payloads beyond memory: an OUT message written by a step when <see cref="DarqOptions.MaxBufferedOutBytes"/>
+/// is used up is <em>spilled</em>: the DARQ keeps its LSN, step, destination and length, and the delivery loop reads
+/// the payload back from the log (once committed) each time it sends the message. Unlike spilled IN messages, nothing
+/// orders them: the delivery loop sends a destination's messages in LSN order whether their payloads are buffered or not.
+/// </summary>
+public sealed partial class Darq
+{
+    /// <summary>Payload bytes of the pending OUT messages held in memory; under the gate, read without it.</summary>
+    private long _bufferedOutBytes;
+
+    /// <summary>Pending OUT messages whose payload is in the log only; under the gate, read without it.</summary>
+    private int _spilledOutCount;
+
+    /// <summary>
+    /// The payload bytes of the pending OUT messages held in memory for the delivery loop: at most
+    /// <see cref="DarqOptions.MaxBufferedOutBytes"/>. Always 0 without <see cref="DarqOptions.Destinations"/>.
+    /// </summary>
+    public long BufferedOutBytes => Volatile.Read(ref _bufferedOutBytes);
+
+    /// <summary>How many pending OUT messages wait in the log only; the delivery loop reads each back when it sends it.</summary>
+    public int SpilledOutCount => Volatile.Read(ref _spilledOutCount);
+
+    /// <summary>
+    /// Adds a pending OUT message written at <paramref name="lsn"/>: its payload is copied into memory when the instance
+    /// delivers (<see cref="DarqOptions.Destinations"/>) and the budget has room, and is left in the log otherwise. Under the gate.
+    /// </summary>
+    private void AddPendingOut(long lsn, StepStart step, string destination, ReadOnlySpan<byte> payload)
+    {
+        PendingOut pending;
+        if (_options.Destinations is not null && _bufferedOutBytes + payload.Length <= _options.MaxBufferedOutBytes)
+        {
+            pending = new PendingOut(step, destination, payload.ToArray());
+            Volatile.Write(ref _bufferedOutBytes, _bufferedOutBytes + payload.Length);
+        }
+        else
+        {
+            pending = new PendingOut(step, destination, ReadOnlyMemory<byte>.Empty, payload.Length);
+            Volatile.Write(ref _spilledOutCount, _spilledOutCount + 1);
+        }
+
+        _pendingOut.Add(lsn, pending);
+    }
+
+    /// <summary>Removes a pending OUT message (acknowledged, discarded); false when none is pending there. Under the gate.</summary>
+    private bool RemovePendingOut(long lsn)
+    {
+        if (!_pendingOut.Remove(lsn, out var pending))
+        {
+            return false;
+        }
+
+        if (pending.IsSpilled)
+        {
+            Volatile.Write(ref _spilledOutCount, _spilledOutCount - 1);
+        }
+        else
+        {
+            Volatile.Write(ref _bufferedOutBytes, _bufferedOutBytes - pending.Payload.Length);
+        }
+
+        return true;
+    }
+
+    /// <summary>Forgets every pending OUT message (a rebuild follows). Under the gate.</summary>
+    private void ClearPendingOut()
+    {
+        _pendingOut.Clear();
+        Volatile.Write(ref _bufferedOutBytes, 0);
+        Volatile.Write(ref _spilledOutCount, 0);
+    }
+
+    /// <summary>
+    /// The run with the payloads of its spilled messages read back from the log, up to the first that cannot be read:
+    /// then the error comes with the messages before it (an empty run when it is the first). A spilled message not yet
+    /// committed cannot be read either: the run ends before it, or, when it is the first, this waits for its commit.
+    /// </summary>
+    /// <returns>
+    /// The loaded messages, and the error that stopped the run (null when none did): an <see cref="IOException"/> when a
+    /// read failed (the lane backs off and tries again), a <see cref="DamagedOutEntryException"/> when the entry is
+    /// damaged or is not the message.
+    /// </returns>
+    private async ValueTask<(KeyValuePair<long, PendingOut>[] Run, Exception? Error)> LoadSpilledOutAsync(KeyValuePair<long, PendingOut>[] run,
+        CancellationToken token)
+    {
+        int first = Array.FindIndex(run, r => r.Value.IsSpilled);
+        if (first < 0)
+        {
+            return (run, null);
+        }
+
+        long firstLsn = run[first].Key;
+        if (first == 0 && firstLsn >= _log.CommittedUntilAddress)
+        {
+            // Only under general speculation does the loop see uncommitted messages (the step that wrote them dirtied a
+            // version, which LibDse persists, and that commits the log); a spilled one waits for its commit. Nothing is
+            // committed here: a commit from a lane could outlive a crash of this instance.
+            await WaitForCommitAsync(firstLsn + 1, token).ConfigureAwait(false);
+        }
+
+        long committed = _log.CommittedUntilAddress;
+        int end = run.Length;
+        var reads = new List<(int Index, Task<ReadOnlyMemory<byte>> Read)>();
+        for (int i = first; i < run.Length; i++)
+        {
+            var (lsn, pending) = run[i];
+            if (!pending.IsSpilled)
+            {
+                continue;
+            }
+
+            if (lsn >= committed)
+            {
+                end = i;
+                break;
+            }
+
+            reads.Add((i, ReadSpilledOutAsync(lsn, pending, token)));
+        }
+
+        try
+        {
+            await Task.WhenAll(reads.Select(r => r.Read)).ConfigureAwait(false);
+        }
+        catch (Exception) when (!token.IsCancellationRequested)
+        {
+            // Inspected per read below: the run ends at the first that failed.
+        }
+
+        Exception? error = null;
+        int loadedReads = 0;
+        foreach (var (index, read) in reads)
+        {
+            if (!read.IsCompletedSuccessfully)
+            {
+                token.ThrowIfCancellationRequested();
+                error = read.Exception?.InnerException ?? new IOException($"DARQ '{Name}': reading the spilled OUT message at LSN {run[index].Key} was cancelled.");
+                end = Math.Min(end, index);
+                break;
+            }
+
+            loadedReads++;
+        }
+
+        var loaded = run[..end];
+        foreach (var (index, read) in reads)
+        {
+            if (index < end)
+            {
+                var (lsn, pending) = loaded[index];
+                loaded[index] = new(lsn, pending with { Payload = read.Result, SpilledLength = -1 });
+            }
+        }
+
+        DarqInstrumentation.OutReadFromLog.Add(loadedReads, _tag);
+        return (loaded, error);
+    }
+
+    /// <summary>Reads one spilled OUT message's payload back from the committed log and checks the entry is that message.</summary>
+    private async Task<ReadOnlyMemory<byte>> ReadSpilledOutAsync(long lsn, PendingOut pending, CancellationToken token)
+    {
+        int destinationBytes = Encoding.UTF8.GetByteCount(pending.Destination);
+        int expected = DarqEntryFormat.OutLength(destinationBytes, pending.SpilledLength);
+        byte[]? entry;
+        int length;
+        try
+        {
+            (entry, length) = await _log.ReadAsync(lsn, expected, token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (token.IsCancellationRequested)
+        {
+            throw;
+        }
+        catch (Exception e) when (e is not ObjectDisposedException)
+        {
+            throw new IOException($"DARQ '{Name}' could not read the spilled OUT message at LSN {lsn} back from the log: {e.Message}", e);
+        }
+
+        if (entry is null)
+        {
+            // Truncated past (it cannot be: a pending message's step is kept) or the read failed.
+            throw new IOException($"DARQ '{Name}' could not read the spilled OUT message at LSN {lsn} back from the log (begin {_log.BeginAddress}, committed until {_log.CommittedUntilAddress}).");
+        }
+
+        var span = entry.AsSpan(0, length);
+        string? problem = DarqEntryFormat.TryParse(span, out var kind, out _, out _);
+        if (problem is null && kind != DarqEntryKind.Out)
+        {
+            problem = $"a {kind} entry where the OUT message was";
+        }
+        else if (problem is null && length != expected)
+        {
+            problem = $"an entry of {length} bytes where the OUT message to '{pending.Destination}' of {pending.SpilledLength} payload bytes takes {expected}";
+        }
+
+        if (problem is null)
+        {
+            var body = DarqEntryFormat.Body(span);
+            int storedDestination = BinaryPrimitives.ReadUInt16LittleEndian(body);
+            if (storedDestination != destinationBytes || Encoding.UTF8.GetString(body.Slice(2, storedDestination)) != pending.Destination)
+            {
+                problem = $"an OUT entry to another destination than '{pending.Destination}'";
+            }
+        }
+
+        if (problem is not null)
+        {
+            throw new DamagedOutEntryException(lsn, $"DARQ '{Name}': the spilled OUT message at LSN {lsn} is damaged in the log: {problem}.");
+        }
+
+        return entry.AsMemory(DarqEntryFormat.HeaderSize + 2 + destinationBytes, pending.SpilledLength);
+    }
+
+    /// <summary>A spilled OUT message whose entry in the log is damaged: its destination is parked there (it can be discarded).</summary>
+    private sealed class DamagedOutEntryException(long lsn, string message) : IOException(message)
+    {
+        public long Lsn { get; } = lsn;
+    }
+}
