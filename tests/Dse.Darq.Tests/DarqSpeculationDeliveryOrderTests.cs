@@ -1,4 +1,5 @@
 using Dse.Storage;
+using Dse.Testing;
 
 namespace Dse.Darq.Tests;
 
@@ -26,7 +27,8 @@ public sealed class DarqSpeculationDeliveryOrderTests
         var sOptions = DarqTestStorage.Options(sLog, DseDevices.CreateInMemory(new InMemoryStorage()));
         DarqGeneralSpeculationTests.General("s", 1, coordinator, destinations)(sOptions);
         sOptions.MaxBufferedOutBytes = "L1".Length;
-        await using var s = await Darq.OpenAsync(sOptions);
+        var sLogger = new ListLogger();
+        await using var s = await Darq.OpenAsync(sOptions, sLogger);
         var sProcessor = await s.RegisterProcessorAsync(guard.Token);
 
         long l1;
@@ -68,6 +70,7 @@ public sealed class DarqSpeculationDeliveryOrderTests
         await s.WaitForDeliveredAsync(l1, guard.Token);
         await s.WaitForDeliveredAsync(l2, guard.Token);
         Assert.Equal(0, s.PendingOutCount);
+        Assert.True(sLogger.Contains(4252), "the turn holding L2 did not stop for the re-pended L1 (event 4252)");
 
         // Through the barrier: D holds both messages, once each, in order.
         await s.DseStateObject.AdvanceVersionAsync(guard.Token);

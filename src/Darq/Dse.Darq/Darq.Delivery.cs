@@ -528,8 +528,11 @@ public sealed partial class Darq
         return doubled > _options.DeliveryRetryMaxDelay ? _options.DeliveryRetryMaxDelay : doubled;
     }
 
-    /// <summary>The pending OUT entries that are committed (a step that is not durable must not leave), in LSN order.</summary>
-    private async ValueTask CollectDeliverableAsync(List<KeyValuePair<long, PendingOut>> batch, CancellationToken cancellationToken)
+    /// <summary>
+    /// The pending OUT entries that are committed (a step that is not durable must not leave; under general speculation,
+    /// all), in LSN order. Returns how many times the pending OUT messages had been rebuilt then.
+    /// </summary>
+    private async ValueTask<long> CollectDeliverableAsync(List<KeyValuePair<long, PendingOut>> batch, CancellationToken cancellationToken)
     {
         batch.Clear();
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
@@ -546,6 +549,8 @@ public sealed partial class Darq
 
                 batch.Add(entry);
             }
+
+            return _pendingOutRebuilds;
         }
         finally
         {

@@ -63,8 +63,8 @@ public sealed partial class Darq
 
                     await WaitForDeliverySignalAsync(NextDeliveryDue(), token).ConfigureAwait(false);
                     EndTurns(ended);
-                    await CollectDeliverableAsync(collected, token).ConfigureAwait(false);
-                    int waiting = StartTurns(destinations, collected, ended, token);
+                    long rebuilds = await CollectDeliverableAsync(collected, token).ConfigureAwait(false);
+                    int waiting = StartTurns(destinations, collected, rebuilds, ended, token);
                     if (waiting != waitingLogged)
                     {
                         waitingLogged = waiting;
@@ -160,7 +160,7 @@ public sealed partial class Darq
     /// Starts a turn for every destination in <paramref name="collected"/> that may have one, oldest pending message first,
     /// up to the bound; forgets lanes with nothing to deliver. Returns how many destinations wait for a free lane.
     /// </summary>
-    private int StartTurns(IDarqDestinations destinations, List<KeyValuePair<long, PendingOut>> collected,
+    private int StartTurns(IDarqDestinations destinations, List<KeyValuePair<long, PendingOut>> collected, long rebuilds,
         ConcurrentQueue<(DeliveryLane Lane, LaneOutcome Outcome)> ended, CancellationToken token)
     {
         // Per destination: its messages for a turn, or null when it gets no turn this pass (but has messages).
@@ -231,6 +231,8 @@ public sealed partial class Darq
 
                 Debug.Assert(lane.Turn is null, "A destination has at most one turn at a time.");
                 var turnLane = lane;
+                lane.CollectedAtRebuild = rebuilds;
+                lane.Reordered = false;
                 lane.Turn = Task.Run(() => RunTurnAsync(destinations, turnLane, messages, ended, token), CancellationToken.None);
             }
 
@@ -338,7 +340,13 @@ public sealed partial class Darq
             var (run, loadError) = await LoadSpilledOutAsync(TakeRun(messages, i, batchSize), token).ConfigureAwait(false);
             if (run.Length == 0)
             {
-                return await SpilledOutUnreadableAsync(destination, messages[i].Key, loadError!, token).ConfigureAwait(false);
+                if (await SpilledOutUnreadableAsync(destination, messages[i].Key, loadError!, token).ConfigureAwait(false) is { } unread)
+                {
+                    return unread;
+                }
+
+                i++;
+                continue;
             }
 
             // A run cut short by a payload that could not be read is delivered; the next one starts at that payload.
@@ -359,6 +367,14 @@ public sealed partial class Darq
                 return LaneOutcome.Parked;
             }
 
+            lock (_lanes)
+            {
+                if (_lanes.TryGetValue(destination, out var lane) && lane.Reordered)
+                {
+                    return LaneOutcome.Reordered;
+                }
+            }
+
             return LaneOutcome.Failed;
         }
 
@@ -366,24 +382,51 @@ public sealed partial class Darq
     }
 
     /// <summary>
-    /// A lane's next message is spilled and its payload could not be read back: a damaged entry parks the destination at
-    /// it (an operator may discard it; the parked retry reads it again), a failed read backs the lane off.
+    /// A lane's next message is spilled and its payload could not be read back. A message no longer pending (acknowledged,
+    /// discarded or voided meanwhile, maybe truncated past) is skipped: null is returned and the turn goes on. A damaged
+    /// entry parks the destination at it (an operator may discard it; the parked retry reads it again), and so do
+    /// <see cref="MaxFeedReadFailures"/> failed reads in a row of the same message (a FasterLog record header FasterLog
+    /// cannot parse reads as a failed read); a failed read before that backs the lane off.
     /// </summary>
-    private async ValueTask<LaneOutcome> SpilledOutUnreadableAsync(string destination, long lsn, Exception error, CancellationToken token)
+    private async ValueTask<LaneOutcome?> SpilledOutUnreadableAsync(string destination, long lsn, Exception error, CancellationToken token)
     {
         if (error is ObjectDisposedException)
         {
             ExceptionDispatchInfo.Throw(error);
         }
 
+        await _gate.WaitAsync(token).ConfigureAwait(false);
+        try
+        {
+            ThrowIfDisposed();
+            if (!_pendingOut.ContainsKey(lsn))
+            {
+                ForgetOutReadFailures(lsn);
+                return null;
+            }
+        }
+        finally
+        {
+            _gate.Release();
+        }
+
         DarqInstrumentation.DeliveryFailures.Add(1, _tag);
+        if (error is not DamagedOutEntryException && CountOutReadFailure(lsn) >= MaxFeedReadFailures)
+        {
+            error = new DamagedOutEntryException(lsn,
+                $"DARQ '{Name}': the spilled OUT message at LSN {lsn} could not be read back from the log {MaxFeedReadFailures} times in a row: {error.Message}");
+        }
+
         if (error is DamagedOutEntryException damaged)
         {
+            ForgetOutReadFailures(lsn);
             Park(destination, damaged.Lsn, damaged.Message, damaged);
             await PulseDeliveryProgressAsync(token).ConfigureAwait(false);
             return LaneOutcome.Parked;
         }
 
+        // Not a refusal for good: an earlier parking no longer holds, and backoff retries it.
+        Unpark(destination);
         DarqLog.DeliveryFailed(_logger, error, Name, lsn, destination);
         return LaneOutcome.Failed;
     }
@@ -421,6 +464,12 @@ public sealed partial class Darq
 
         /// <summary>The DARQ closed during the turn.</summary>
         Stopped,
+
+        /// <summary>
+        /// A restore made an earlier message pending again during the turn, which held later ones: the turn ended so that
+        /// the next, at once and without backoff, starts at the earliest.
+        /// </summary>
+        Reordered,
     }
 
     /// <summary>
@@ -439,5 +488,11 @@ public sealed partial class Darq
         public TimeSpan Delay { get; set; }
 
         public DateTimeOffset RetryAt { get; set; }
+
+        /// <summary>How many times the pending OUT messages had been rebuilt (restores) when the turn's messages were collected.</summary>
+        public long CollectedAtRebuild { get; set; }
+
+        /// <summary>The turn ended because an earlier message became pending again (<see cref="LaneOutcome.Reordered"/>).</summary>
+        public bool Reordered { get; set; }
     }
 }

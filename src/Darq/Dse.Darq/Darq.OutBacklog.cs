@@ -17,13 +17,22 @@ public sealed partial class Darq
     /// <summary>Pending OUT messages whose payload is in the log only; under the gate, read without it.</summary>
     private int _spilledOutCount;
 
+    /// <summary>How many times the pending OUT messages were rebuilt (restores); under the gate.</summary>
+    private long _pendingOutRebuilds;
+
+    /// <summary>Failed reads in a row per spilled OUT message; guarded by itself.</summary>
+    private readonly Dictionary<long, int> _outReadFailures = [];
+
     /// <summary>
     /// The payload bytes of the pending OUT messages held in memory for the delivery loop: at most
     /// <see cref="DarqOptions.MaxBufferedOutBytes"/>. Always 0 without <see cref="DarqOptions.Destinations"/>.
     /// </summary>
     public long BufferedOutBytes => Volatile.Read(ref _bufferedOutBytes);
 
-    /// <summary>How many pending OUT messages wait in the log only; the delivery loop reads each back when it sends it.</summary>
+    /// <summary>
+    /// How many pending OUT messages wait in the log only: with <see cref="DarqOptions.Destinations"/> those beyond
+    /// <see cref="DarqOptions.MaxBufferedOutBytes"/>, which the delivery loop reads back when it sends them; without, all.
+    /// </summary>
     public int SpilledOutCount => Volatile.Read(ref _spilledOutCount);
 
     /// <summary>
@@ -67,9 +76,10 @@ public sealed partial class Darq
         return true;
     }
 
-    /// <summary>Forgets every pending OUT message (a rebuild follows). Under the gate.</summary>
+    /// <summary>Forgets every pending OUT message (a rebuild follows, which may make earlier messages pending again). Under the gate.</summary>
     private void ClearPendingOut()
     {
+        _pendingOutRebuilds++;
         _pendingOut.Clear();
         Volatile.Write(ref _bufferedOutBytes, 0);
         Volatile.Write(ref _spilledOutCount, 0);
@@ -153,7 +163,8 @@ public sealed partial class Darq
             if (index < end)
             {
                 var (lsn, pending) = loaded[index];
-                loaded[index] = new(lsn, pending with { Payload = read.Result, SpilledLength = -1 });
+                loaded[index] = new(lsn, pending with { Payload = await read.ConfigureAwait(false), SpilledLength = -1 });
+                ForgetOutReadFailures(lsn);
             }
         }
 
@@ -183,7 +194,8 @@ public sealed partial class Darq
 
         if (entry is null)
         {
-            // Truncated past (it cannot be: a pending message's step is kept) or the read failed.
+            // The storage read failed, FasterLog found its record header damaged, or the message is no longer pending
+            // (discarded or voided, then truncated past), which the caller checks.
             throw new IOException($"DARQ '{Name}' could not read the spilled OUT message at LSN {lsn} back from the log (begin {_log.BeginAddress}, committed until {_log.CommittedUntilAddress}).");
         }
 
@@ -214,6 +226,29 @@ public sealed partial class Darq
         }
 
         return entry.AsMemory(DarqEntryFormat.HeaderSize + 2 + destinationBytes, pending.SpilledLength);
+    }
+
+    /// <summary>Counts a failed read of the spilled OUT message at <paramref name="lsn"/>; returns the failures in a row.</summary>
+    private int CountOutReadFailure(long lsn)
+    {
+        lock (_outReadFailures)
+        {
+            int failures = _outReadFailures.GetValueOrDefault(lsn) + 1;
+            _outReadFailures[lsn] = failures;
+            return failures;
+        }
+    }
+
+    /// <summary>Forgets the failed reads of the message at <paramref name="lsn"/> (read, parked or gone).</summary>
+    private void ForgetOutReadFailures(long lsn)
+    {
+        lock (_outReadFailures)
+        {
+            if (_outReadFailures.Count > 0)
+            {
+                _outReadFailures.Remove(lsn);
+            }
+        }
     }
 
     /// <summary>A spilled OUT message whose entry in the log is damaged: its destination is parked there (it can be discarded).</summary>

@@ -1,4 +1,3 @@
-
 namespace Dse.Darq;
 
 /// <summary>
@@ -317,7 +316,7 @@ public sealed partial class Darq
             try
             {
                 stillPending = _pendingOut.ContainsKey(lsn);
-                overtaking = stillPending && HasEarlierPendingOut(pending.Destination, lsn);
+                overtaking = stillPending && RebuiltSinceCollected(pending.Destination) && HasEarlierPendingOut(pending.Destination, lsn);
             }
             finally
             {
@@ -340,6 +339,14 @@ public sealed partial class Darq
             // this turn was collected: sending this one first would raise the destination's deduplication mark above
             // the earlier one, which would then be dropped as a duplicate. The turn ends; the next starts at the earliest.
             DarqLog.DeliveryReordered(_logger, Name, lsn, pending.Destination);
+            lock (_lanes)
+            {
+                if (_lanes.TryGetValue(pending.Destination, out var lane))
+                {
+                    lane.Reordered = true;
+                }
+            }
+
             return false;
         }
 
@@ -384,8 +391,19 @@ public sealed partial class Darq
             dse.EndAction();
         }
 
-
         return true;
+    }
+
+    /// <summary>
+    /// Whether the pending OUT messages were rebuilt (a restore) since the turn delivering to <paramref name="destination"/>
+    /// collected its messages: only a rebuild makes an earlier message pending again (a step adds at the tail). Under the gate.
+    /// </summary>
+    private bool RebuiltSinceCollected(string destination)
+    {
+        lock (_lanes)
+        {
+            return !_lanes.TryGetValue(destination, out var lane) || lane.CollectedAtRebuild != _pendingOutRebuilds;
+        }
     }
 
     /// <summary>
@@ -396,6 +414,7 @@ public sealed partial class Darq
     /// </summary>
     private bool HasEarlierPendingOut(string destination, long lsn)
     {
+        DarqInstrumentation.DeliveryOrderScans.Add(1, _tag);
         foreach (var (pendingLsn, pending) in _pendingOut)
         {
             if (pendingLsn >= lsn)

@@ -81,6 +81,10 @@ public static class DarqInstrumentation
     internal static readonly Counter<long> OutReadFromLog = Meter.CreateCounter<long>("dse.darq.out.read_from_log", "{message}",
         "Spilled OUT payloads read back from the log to be sent (pending OUT messages beyond DarqOptions.MaxBufferedOutBytes).");
 
+    /// <summary>General speculation: scans for an earlier pending OUT message to a destination (after a restore, before a send).</summary>
+    internal static readonly Counter<long> DeliveryOrderScans = Meter.CreateCounter<long>("dse.darq.delivery.order_scans", "{scan}",
+        "Sends that checked for an earlier pending OUT message to the same destination, because a restore rebuilt the pending messages since the turn began (general speculation).");
+
     /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
     internal static readonly Counter<long> MessagesRefused = Meter.CreateCounter<long>("dse.darq.messages.refused", "{message}", "Messages or acknowledgements refused for a lower world-line (general speculation).");
 }

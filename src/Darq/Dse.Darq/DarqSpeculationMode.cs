@@ -17,7 +17,7 @@ public enum DarqSpeculationMode
 
     /// <summary>
     /// General speculation through LibDse: the DARQ is a StateObject, OUT messages leave as soon as they are appended
-    /// with the DSE header of the step's vertex, and a failure rolls dependent DARQs back (see <see cref="DarqOptions.Dse"/>).
+    /// with the DSE header of the source's vertex at sending, and a failure rolls dependent DARQs back (see <see cref="DarqOptions.Dse"/>).
     /// </summary>
     General = 2,
 }
