@@ -2,6 +2,8 @@ using System.Globalization;
 using System.Text;
 using System.Threading.Channels;
 using Dse.Storage;
+using Dse.Testing;
+using Microsoft.Extensions.Time.Testing;
 
 namespace Dse.Darq.Tests;
 
@@ -300,6 +302,52 @@ public sealed class DarqBacklogTests
     }
 
     /// <summary>Enqueues <paramref name="count"/> messages numbered from <paramref name="first"/>, each <see cref="PayloadSize"/> bytes; returns their LSNs.</summary>
+    [Fact]
+    public async Task DisposeAsync_FeedLoopStuckInAStorageRead_ClosesAfterTheLimitAndSaysSo()
+    {
+        // The feed loop is stopped inside a device read that does not return (the log device holds it): closing waits
+        // for it at most 30 s (of the DARQ's clock), logs event 4020 and closes anyway.
+        var clock = new FakeTimeProvider();
+        var logs = new ListLogger();
+        var device = new HoldingDevice(DseDevices.CreateInMemory(new InMemoryStorage()));
+        var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(new InMemoryStorage()));
+        options.MaxBufferedInBytes = 4 * PayloadSize;
+        options.TimeProvider = clock;
+        var darq = await Darq.OpenAsync(options, logs);
+        await EnqueueAsync(darq, 0, 600);
+        await darq.CommitAsync();
+        device.HoldReads();
+        var processor = await darq.RegisterProcessorAsync();
+        for (int i = 0; i < 4; i++)
+        {
+            // The four buffered messages consumed: the feed loop reads the next chunk back (and is held there).
+            await processor.StepAsync(new DarqStep().Consume(await ReadAsync(processor)));
+        }
+
+        await device.FirstReadHeld.WaitAsync(ReadLimit);
+
+        var closing = darq.DisposeAsync().AsTask();
+        for (int i = 0; i < 6000 && !closing.IsCompleted; i++)
+        {
+            // The limit's timer starts when DisposeAsync reaches the feed loop: move the clock until it has fired.
+            clock.Advance(TimeSpan.FromSeconds(31));
+            await Task.Delay(10);
+        }
+
+        await closing.WaitAsync(ReadLimit);
+        Assert.True(logs.Contains(4020), "closing did not report the feed loop that did not stop (event 4020)");
+        device.ReleaseReads();
+
+        // The processor's stream is closed: what was handed over, then the end.
+        await Assert.ThrowsAsync<ChannelClosedException>(async () =>
+        {
+            while (true)
+            {
+                await ReadAsync(processor);
+            }
+        });
+    }
+
     private static async Task<IReadOnlyList<long>> EnqueueAsync(Darq darq, int first, int count)
     {
         var lsns = new List<long>(count);

@@ -29,6 +29,12 @@ public sealed partial class Darq : IAsyncDisposable
     /// <summary>How long <see cref="DisposeAsync"/> waits for its final commit before closing anyway.</summary>
     private static readonly TimeSpan FinalCommitTimeout = TimeSpan.FromSeconds(30);
 
+    /// <summary>
+    /// How long <see cref="DisposeAsync"/> waits for each background loop (commit, delivery, feed) to stop once cancelled:
+    /// a loop stuck in a storage read that never returns must not keep the DARQ from closing.
+    /// </summary>
+    private static readonly TimeSpan LoopStopTimeout = TimeSpan.FromSeconds(30);
+
     /// <summary>Serializes every mutation and commit request; everything below is guarded by it.</summary>
     private readonly DarqGate _gate = new();
 
@@ -361,15 +367,21 @@ public sealed partial class Darq : IAsyncDisposable
             await _dse.DisposeAsync().ConfigureAwait(false);
         }
 
-        foreach (var loop in new[] { _commitLoop, _deliveryLoop, _feedLoop })
+        foreach (var (loop, name) in new[] { (_commitLoop, "commit"), (_deliveryLoop, "delivery"), (_feedLoop, "feed") })
         {
             try
             {
-                await loop.ConfigureAwait(false);
+                await loop.WaitAsync(LoopStopTimeout, _options.TimeProvider).ConfigureAwait(false);
             }
             catch (OperationCanceledException)
             {
                 // The loops end by cancellation.
+            }
+            catch (TimeoutException)
+            {
+                // Closed regardless: FasterLog keeps the log's memory until the loop's iterator or read lets go of it, and
+                // whatever the loop does next fails on the closed DARQ (its processor's stream is closed below).
+                DarqLog.LoopDidNotStop(_logger, Name, name, LoopStopTimeout);
             }
         }
 

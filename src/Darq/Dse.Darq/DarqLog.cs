@@ -81,4 +81,8 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4019, Level = LogLevel.Warning,
         Message = "DARQ '{Darq}' could not read spilled IN messages back from the log; trying again.")]
     public static partial void FeedRetry(ILogger logger, Exception exception, string darq);
+
+    [LoggerMessage(EventId = 4020, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' closes without its {Loop} loop, which did not stop within {Timeout} of being cancelled (a storage read or destination call that does not return).")]
+    public static partial void LoopDidNotStop(ILogger logger, string darq, string loop, TimeSpan timeout);
 }
