@@ -337,7 +337,20 @@ public sealed partial class Darq
         int batchSize = _dse is null ? _options.DeliveryBatchSize : 1;
         for (int i = 0; i < messages.Count;)
         {
-            var (run, loadError) = await LoadSpilledOutAsync(TakeRun(messages, i, batchSize), token).ConfigureAwait(false);
+            KeyValuePair<long, PendingOut>[] run;
+            Exception? loadError;
+            try
+            {
+                (run, loadError) = await LoadSpilledOutAsync(TakeRun(messages, i, batchSize), token).ConfigureAwait(false);
+            }
+            catch (IOException e) when (!token.IsCancellationRequested && e is not StorageFencedException)
+            {
+                // The commit a spilled message not yet committed waits for failed (commit-record writes keep failing):
+                // transient, retried with backoff.
+                DarqLog.DeliveryFailed(_logger, e, Name, messages[i].Key, destination);
+                return LaneOutcome.Failed;
+            }
+
             if (run.Length == 0)
             {
                 if (await SpilledOutUnreadableAsync(destination, messages[i].Key, loadError!, token).ConfigureAwait(false) is { } unread)

@@ -20,6 +20,9 @@ public sealed partial class Darq
     /// <summary>How many times the pending OUT messages were rebuilt (restores); under the gate.</summary>
     private long _pendingOutRebuilds;
 
+    /// <summary>The destination names of OUT entries read from the log (recovery, rebuilds), one string per name; under the gate.</summary>
+    private readonly Dictionary<string, string> _destinationNames = new(StringComparer.Ordinal);
+
     /// <summary>Failed reads in a row per spilled OUT message; guarded by itself.</summary>
     private readonly Dictionary<long, int> _outReadFailures = [];
 
@@ -34,6 +37,24 @@ public sealed partial class Darq
     /// <see cref="DarqOptions.MaxBufferedOutBytes"/>, which the delivery loop reads back when it sends them; without, all.
     /// </summary>
     public int SpilledOutCount => Volatile.Read(ref _spilledOutCount);
+
+    /// <summary>
+    /// The destination name of an OUT entry read from the log, as one string per name: a recovered backlog of pending
+    /// messages to one destination holds one copy of its name, not one per message. Under the gate.
+    /// </summary>
+    private string DestinationName(ReadOnlySpan<byte> utf8)
+    {
+        Span<char> chars = stackalloc char[DarqEntryFormat.MaxDestinationBytes];
+        var name = chars[..Encoding.UTF8.GetChars(utf8, chars)];
+        var names = _destinationNames.GetAlternateLookup<ReadOnlySpan<char>>();
+        if (!names.TryGetValue(name, out string? known))
+        {
+            known = new string(name);
+            names[name] = known;
+        }
+
+        return known;
+    }
 
     /// <summary>
     /// Adds a pending OUT message written at <paramref name="lsn"/>: its payload is copied into memory when the instance

@@ -1,5 +1,4 @@
 using System.Buffers.Binary;
-using System.Text;
 using FASTER.core;
 
 namespace Dse.Darq;
@@ -153,7 +152,7 @@ public sealed partial class Darq
                     throw Corrupt(address, $"OUT entry with a destination of {destinationLength} bytes in a body of {body.Length}");
                 }
 
-                AddPendingOut(address, openStep, Encoding.UTF8.GetString(body.Slice(2, destinationLength)), body[(2 + destinationLength)..]);
+                AddPendingOut(address, openStep, DestinationName(body.Slice(2, destinationLength)), body[(2 + destinationLength)..]);
                 openStepEntries++;
                 break;
             case DarqEntryKind.Ack:
