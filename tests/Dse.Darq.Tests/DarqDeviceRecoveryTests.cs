@@ -194,6 +194,42 @@ public abstract class DarqDeviceRecoveryTests : IAsyncLifetime
     }
 
     /// <summary>New log and commit devices over this test's storage (the same storage every time).</summary>
+    [Fact]
+    public async Task Deliver_PendingOutSpilledOnTheDevice_ArrivesInOrderAfterAReopen()
+    {
+        // 100 OUT messages written without destinations (no payload kept), then delivered by a reopened instance with a
+        // budget of 0: every payload is read back from this device when it is sent.
+        using var guard = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        var lsns = new long[100];
+        await using (var darq = await OpenAsync())
+        {
+            var processor = await darq.RegisterProcessorAsync();
+            for (int i = 0; i < lsns.Length; i++)
+            {
+                lsns[i] = (await processor.StepAsync(new DarqStep().AddOut("sink", Value(i)))).OutLsns[0];
+            }
+
+            await darq.CommitAsync();
+            Assert.Equal(lsns.Length, darq.SpilledOutCount);
+        }
+
+        var destinations = new TestDestinations();
+        await using var sink = await new DarqTestStorage().OpenAsync(DarqDeliveryTests.Named("sink"));
+        destinations.Registry.Add(sink);
+        await using (var darq = await OpenAsync(o =>
+        {
+            DarqDeliveryTests.Source("test", destinations)(o);
+            o.MaxBufferedOutBytes = 0;
+        }))
+        {
+            await darq.WaitForDeliveredAsync(lsns[^1], guard.Token);
+            Assert.Equal((0, 0L, 0), (darq.PendingOutCount, darq.BufferedOutBytes, darq.SpilledOutCount));
+        }
+
+        var received = (await sink.RegisterProcessorAsync()).Drain();
+        Assert.Equal(Enumerable.Range(0, lsns.Length).Select(v => (long)v), received.Select(m => BinaryPrimitives.ReadInt64LittleEndian(m.Payload.Span)));
+    }
+
     protected abstract (IDevice Log, IDevice Commit) CreateDevices();
 
     private static ReadOnlyMemory<byte> Value(long value)
@@ -211,10 +247,12 @@ public abstract class DarqDeviceRecoveryTests : IAsyncLifetime
         }
     }
 
-    private Task<Darq> OpenAsync()
+    private Task<Darq> OpenAsync(Action<DarqOptions>? configure = null)
     {
         var (log, commit) = CreateDevices();
-        return Darq.OpenAsync(DarqTestStorage.Options(log, commit));
+        var options = DarqTestStorage.Options(log, commit);
+        configure?.Invoke(options);
+        return Darq.OpenAsync(options);
     }
 
     private async Task<Crashable> OpenCrashableAsync()
