@@ -163,6 +163,7 @@ public sealed partial class Darq
             // Inspected per read below: the run ends at the first that failed.
         }
 
+        // The run (TakeRun's own copy) takes the payloads read, up to the first read that failed.
         Exception? error = null;
         int loadedReads = 0;
         foreach (var (index, read) in reads)
@@ -171,26 +172,18 @@ public sealed partial class Darq
             {
                 token.ThrowIfCancellationRequested();
                 error = read.Exception?.InnerException ?? new IOException($"DARQ '{Name}': reading the spilled OUT message at LSN {run[index].Key} was cancelled.");
-                end = Math.Min(end, index);
+                end = index;
                 break;
             }
 
+            var (lsn, pending) = run[index];
+            run[index] = new(lsn, pending with { Payload = await read.ConfigureAwait(false), SpilledLength = -1 });
+            ForgetOutReadFailures(lsn);
             loadedReads++;
         }
 
-        var loaded = run[..end];
-        foreach (var (index, read) in reads)
-        {
-            if (index < end)
-            {
-                var (lsn, pending) = loaded[index];
-                loaded[index] = new(lsn, pending with { Payload = await read.ConfigureAwait(false), SpilledLength = -1 });
-                ForgetOutReadFailures(lsn);
-            }
-        }
-
         DarqInstrumentation.OutReadFromLog.Add(loadedReads, _tag);
-        return (loaded, error);
+        return (run[..end], error);
     }
 
     /// <summary>Reads one spilled OUT message's payload back from the committed log and checks the entry is that message.</summary>
