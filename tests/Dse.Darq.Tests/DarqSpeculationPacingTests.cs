@@ -174,6 +174,52 @@ public sealed class DarqSpeculationPacingTests
     }
 
     [Fact]
+    public async Task DiscardOut_WhileHeld_WaitsBeforeAppendingThenDiscardsOnceThereIsRoom()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        const string name = "pace-discard";
+        var coordinator = new ClusterCoordinator();
+        using var held = new HeldActions(name);
+        await using var a = await new DarqTestStorage().OpenAsync(Paced(name, coordinator, TimeSpan.FromMinutes(10), o => o.MaxUncommittedVersions = 2));
+        await using var b = await PauseCoordinatorForAsync(a, coordinator, guard.Token);
+        var processor = await a.RegisterProcessorAsync(guard.Token);
+        var hold = await processor.Messages.ReadAsync(guard.Token);
+
+        // A pending OUT message (nothing delivers it), then two versions that cannot be committed: new actions wait.
+        var sent = await processor.StepAsync(new DarqStep().Consume(hold).AddOut("nowhere", "lost cause".Bytes()), guard.Token);
+        long outLsn = sent.OutLsns[0];
+        await a.EnqueueAsync(5, 1, "one".Bytes(), guard.Token);
+        await a.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await a.EnqueueAsync(5, 2, "two".Bytes(), guard.Token);
+        await a.DseStateObject.AdvanceVersionAsync(guard.Token);
+        Assert.True(a.IsBackpressured);
+        long tail = a.TailAddress;
+
+        // The discard is an action like any other: it waits before it starts, appending nothing. Before, it went ahead and
+        // added to the versions that could not be committed.
+        int heldBefore = held.Count;
+        var discard = a.DiscardOutAsync(outLsn, guard.Token).AsTask();
+        await held.WaitAsync(heldBefore + 1, guard.Token);
+        Assert.False(discard.IsCompleted);
+        Assert.Equal(tail, a.TailAddress);
+        Assert.Equal(1, a.PendingOutCount);
+
+        // The coordinator resumes: the discard goes through, and returns once its version is recoverable.
+        await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        while (!discard.IsCompleted)
+        {
+            await a.WaitForSpeculationRoomAsync(guard.Token);
+            await a.DseStateObject.AdvanceVersionAsync(guard.Token);
+            await Task.WhenAny(discard, Task.Delay(10, guard.Token));
+        }
+
+        Assert.True(await discard);
+        Assert.Equal(0, a.PendingOutCount);
+        Assert.False(a.IsBackpressured);
+        Assert.Null(a.DseStateObject.Fault);
+    }
+
+    [Fact]
     public async Task Enqueue_NewProducerWouldOverflowUndoTables_HeldUntilCommitThenAppended()
     {
         using var guard = new CancellationTokenSource(HangGuard);
@@ -305,6 +351,18 @@ public sealed class DarqSpeculationPacingTests
                 var signal = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
                 _waiters.Add((count, signal));
                 return signal.Task.WaitAsync(cancellationToken);
+            }
+        }
+
+        /// <summary>The actions held so far.</summary>
+        public int Count
+        {
+            get
+            {
+                lock (_lock)
+                {
+                    return _count;
+                }
             }
         }
 

@@ -70,7 +70,7 @@ public sealed partial class Darq
     /// through and only its acknowledgement was lost.
     /// </summary>
     /// <param name="outLsn">The OUT message's LSN (<see cref="DarqStepResult.OutLsns"/>, <see cref="DarqParkedDelivery.Lsn"/>).</param>
-    /// <param name="cancellationToken">Cancels waiting for the gate (nothing is appended then) or for durability (the discard stands).</param>
+    /// <param name="cancellationToken">Cancels waiting for room under backpressure or for the gate (nothing is appended then), or for durability (the discard stands).</param>
     /// <returns><see langword="true"/> when the message was discarded; <see langword="false"/> when no OUT message is pending at that LSN (acknowledged, discarded, rolled back, or never one).</returns>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="outLsn"/> is negative.</exception>
     public async ValueTask<bool> DiscardOutAsync(long outLsn, CancellationToken cancellationToken = default)
@@ -84,6 +84,8 @@ public sealed partial class Darq
         else
         {
             // Like an acknowledgement, the discard is a local action: a rollback that voids it makes the message pending again.
+            // Under backpressure it waits before it starts, as every other action does (nothing is appended meanwhile).
+            await PaceAsync(_dse, cancellationToken).ConfigureAwait(false);
             await _dse.StartLocalActionAsync(cancellationToken).ConfigureAwait(false);
             try
             {
