@@ -129,6 +129,59 @@ public sealed class DarqDeliveryParkingTests
     }
 
     [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task PendingOutCountAsync_DiscardsOutOfOrderAndAReopen_KeepEachDestinationsCountAndEarliestMessage()
+    {
+        // No delivery loop: only discards take messages away, in the order the test picks. Each destination's count and
+        // earliest pending message (what the delivery-order check after a restore looks up) follow them, and a reopen
+        // rebuilds both from the log.
+        using var guard = new CancellationTokenSource(HangGuard);
+        var storage = new DarqTestStorage();
+        long[] lsns;
+        await using (var a = await storage.OpenAsync(DarqDeliveryTests.Named("a")))
+        {
+            var processor = await a.RegisterProcessorAsync(guard.Token);
+            var step = await processor.StepAsync(new DarqStep()
+                .AddOut("b", "b1".Bytes()).AddOut("c", "c1".Bytes()).AddOut("b", "b2".Bytes())
+                .AddOut("b", "b3".Bytes()).AddOut("c", "c2".Bytes()).AddOut("b", "b4".Bytes()), guard.Token);
+            lsns = [.. step.OutLsns];
+            await a.CommitAsync(guard.Token);
+            Assert.Equal(4, await a.PendingOutCountAsync("b", guard.Token));
+            Assert.Equal(2, await a.PendingOutCountAsync("c", guard.Token));
+            Assert.Equal(lsns[0], a.EarliestPendingOut("b"));
+            Assert.Equal(lsns[1], a.EarliestPendingOut("c"));
+
+            // b2 goes first (behind b1), then b1: b's earliest skips both, to b3.
+            Assert.True(await a.DiscardOutAsync(lsns[2], guard.Token));
+            Assert.Equal(3, await a.PendingOutCountAsync("b", guard.Token));
+            Assert.Equal(lsns[0], a.EarliestPendingOut("b"));
+            Assert.True(await a.DiscardOutAsync(lsns[0], guard.Token));
+            Assert.Equal(2, await a.PendingOutCountAsync("b", guard.Token));
+            Assert.Equal(lsns[3], a.EarliestPendingOut("b"));
+
+            // c's last message goes; its first stays the earliest.
+            Assert.True(await a.DiscardOutAsync(lsns[4], guard.Token));
+            Assert.Equal(1, await a.PendingOutCountAsync("c", guard.Token));
+            Assert.Equal(lsns[1], a.EarliestPendingOut("c"));
+            Assert.False(await a.DiscardOutAsync(lsns[2], guard.Token));
+        }
+
+        await using var reopened = await storage.OpenAsync(DarqDeliveryTests.Named("a"));
+        Assert.Equal(3, reopened.PendingOutCount);
+        Assert.Equal(2, await reopened.PendingOutCountAsync("b", guard.Token));
+        Assert.Equal(1, await reopened.PendingOutCountAsync("c", guard.Token));
+        Assert.Equal(lsns[3], reopened.EarliestPendingOut("b"));
+        Assert.Equal(lsns[1], reopened.EarliestPendingOut("c"));
+
+        // The last of a destination's messages gone: nothing is pending to it, and it is forgotten.
+        Assert.True(await reopened.DiscardOutAsync(lsns[3], guard.Token));
+        Assert.True(await reopened.DiscardOutAsync(lsns[5], guard.Token));
+        Assert.Equal(0, await reopened.PendingOutCountAsync("b", guard.Token));
+        Assert.Equal(-1, reopened.EarliestPendingOut("b"));
+        Assert.Equal(1, reopened.PendingOutCount);
+    }
+
+    [Fact]
     public async Task Deliver_RefusedTwiceThenAccepted_AutomaticRetryDeliversOnce()
     {
         using var guard = new CancellationTokenSource(HangGuard);

@@ -148,8 +148,7 @@ public sealed partial class Darq
     /// <summary>
     /// The number of OUT messages to one destination not yet acknowledged (<see cref="PendingOutCount"/> counts every
     /// destination's): for a parked destination (<see cref="ParkedDeliveries"/>), its refused message and every later one
-    /// held behind it. Counted under the DARQ's gate, in time linear in <see cref="PendingOutCount"/>: for operators and
-    /// monitoring, not for a hot path.
+    /// held behind it. Read under the DARQ's gate (a count kept per destination).
     /// </summary>
     /// <param name="destination">The destination's name, as the OUT messages name it.</param>
     /// <param name="cancellationToken">Cancels waiting for the gate.</param>
@@ -163,16 +162,7 @@ public sealed partial class Darq
         try
         {
             ThrowIfDisposed();
-            int count = 0;
-            foreach (var pending in _pendingOut.Values)
-            {
-                if (string.Equals(pending.Destination, destination, StringComparison.Ordinal))
-                {
-                    count++;
-                }
-            }
-
-            return count;
+            return PendingOutCountOf(destination);
         }
         finally
         {

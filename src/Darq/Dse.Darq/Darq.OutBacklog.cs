@@ -1,4 +1,6 @@
 using System.Buffers.Binary;
+using System.Diagnostics;
+using System.Runtime.InteropServices;
 using System.Text;
 
 namespace Dse.Darq;
@@ -22,6 +24,19 @@ public sealed partial class Darq
 
     /// <summary>The destination names of OUT entries read from the log (recovery, rebuilds), one string per name; under the gate.</summary>
     private readonly Dictionary<string, string> _destinationNames = new(StringComparer.Ordinal);
+
+    /// <summary>
+    /// Per destination with OUT messages pending: how many, and their LSNs oldest first (messages acknowledged out of
+    /// order stay in the queue until they reach its front; its front is always pending). Under the gate.
+    /// </summary>
+    private readonly Dictionary<string, DestinationOut> _pendingOutByDestination = new(StringComparer.Ordinal);
+
+    /// <summary>
+    /// Set when a pending OUT message was added below one already added to its destination since the last rebuild (the
+    /// messages are added in LSN order, so never expected): the queues are then not in order, and the earliest pending
+    /// message of a destination is found by a scan. Under the gate.
+    /// </summary>
+    private bool _pendingOutUnordered;
 
     /// <summary>Failed reads in a row per spilled OUT message; guarded by itself.</summary>
     private readonly Dictionary<long, int> _outReadFailures = [];
@@ -75,6 +90,17 @@ public sealed partial class Darq
         }
 
         _pendingOut.Add(lsn, pending);
+        ref var byDestination = ref CollectionsMarshal.GetValueRefOrAddDefault(_pendingOutByDestination, destination, out _);
+        byDestination ??= new DestinationOut();
+        if (byDestination.Lsns.Count > 0 && lsn <= byDestination.Last)
+        {
+            Debug.Fail($"OUT message {lsn} to '{destination}' added after {byDestination.Last}.");
+            _pendingOutUnordered = true;
+        }
+
+        byDestination.Lsns.Enqueue(lsn);
+        byDestination.Last = lsn;
+        byDestination.Count++;
     }
 
     /// <summary>Removes a pending OUT message (acknowledged, discarded); false when none is pending there. Under the gate.</summary>
@@ -83,6 +109,21 @@ public sealed partial class Darq
         if (!_pendingOut.Remove(lsn, out var pending))
         {
             return false;
+        }
+
+        var byDestination = _pendingOutByDestination[pending.Destination];
+        if (--byDestination.Count == 0)
+        {
+            _pendingOutByDestination.Remove(pending.Destination);
+        }
+        else if (byDestination.Lsns.Peek() == lsn)
+        {
+            // Keep the front pending: drop it, and the messages behind it acknowledged out of order.
+            byDestination.Lsns.Dequeue();
+            while (!_pendingOut.ContainsKey(byDestination.Lsns.Peek()))
+            {
+                byDestination.Lsns.Dequeue();
+            }
         }
 
         if (pending.IsSpilled)
@@ -102,9 +143,39 @@ public sealed partial class Darq
     {
         _pendingOutRebuilds++;
         _pendingOut.Clear();
+        _pendingOutByDestination.Clear();
+        _pendingOutUnordered = false;
         Volatile.Write(ref _bufferedOutBytes, 0);
         Volatile.Write(ref _spilledOutCount, 0);
     }
+
+    /// <summary>The LSN of the earliest OUT message to <paramref name="destination"/> still pending, or -1 when none is. Under the gate (tests call it on a quiet DARQ).</summary>
+    internal long EarliestPendingOut(string destination)
+    {
+        if (!_pendingOutByDestination.TryGetValue(destination, out var byDestination))
+        {
+            return -1;
+        }
+
+        if (!_pendingOutUnordered)
+        {
+            return byDestination.Lsns.Peek();
+        }
+
+        foreach (var (lsn, pending) in _pendingOut)
+        {
+            if (string.Equals(pending.Destination, destination, StringComparison.Ordinal))
+            {
+                return lsn;
+            }
+        }
+
+        return -1;
+    }
+
+    /// <summary>How many OUT messages to <paramref name="destination"/> are pending. Under the gate.</summary>
+    private int PendingOutCountOf(string destination)
+        => _pendingOutByDestination.TryGetValue(destination, out var byDestination) ? byDestination.Count : 0;
 
     /// <summary>
     /// The run with the payloads of its spilled messages read back from the log, up to the first that cannot be read:
@@ -269,5 +340,18 @@ public sealed partial class Darq
     private sealed class DamagedOutEntryException(long lsn, string message) : IOException(message)
     {
         public long Lsn { get; } = lsn;
+    }
+
+    /// <summary>The pending OUT messages to one destination (see <see cref="_pendingOutByDestination"/>).</summary>
+    private sealed class DestinationOut
+    {
+        /// <summary>How many are pending.</summary>
+        public int Count;
+
+        /// <summary>The last LSN added.</summary>
+        public long Last;
+
+        /// <summary>Their LSNs, oldest first, with some acknowledged ones not yet skipped (never the front).</summary>
+        public readonly Queue<long> Lsns = new();
     }
 }

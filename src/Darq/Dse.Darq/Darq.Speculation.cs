@@ -409,26 +409,13 @@ public sealed partial class Darq
     /// <summary>
     /// Whether an OUT message to <paramref name="destination"/> before <paramref name="lsn"/> is pending. A destination
     /// deduplicates a source by its largest LSN, so a source's messages to it must leave in LSN order, each after the
-    /// acknowledgement of the one before. Under the gate; scans the pending messages before <paramref name="lsn"/> (those
-    /// to other destinations), and stops at the first to this one.
+    /// acknowledgement of the one before. Under the gate; looks up the destination's earliest pending message.
     /// </summary>
     private bool HasEarlierPendingOut(string destination, long lsn)
     {
         DarqInstrumentation.DeliveryOrderScans.Add(1, _tag);
-        foreach (var (pendingLsn, pending) in _pendingOut)
-        {
-            if (pendingLsn >= lsn)
-            {
-                return false;
-            }
-
-            if (string.Equals(pending.Destination, destination, StringComparison.Ordinal))
-            {
-                return true;
-            }
-        }
-
-        return false;
+        long earliest = EarliestPendingOut(destination);
+        return earliest >= 0 && earliest < lsn;
     }
 
     /// <summary>
