@@ -521,21 +521,24 @@ internal sealed class DarqCommitManager : ILogCommitManager
     /// </summary>
     private uint WriteBlocking(IntPtr source, ulong address, uint length)
     {
-        using var done = new ManualResetEventSlim(false);
-        var completion = new IoCompletion(done);
-        _device.WriteAsync(source, address, length, static (error, _, context) =>
+        var completion = new IoCompletion();
+        _device.WriteAsync(source, address, length, static (error, bytes, context) =>
         {
             var state = (IoCompletion)context!;
-            state.Error = error;
-            state.Done!.Set();
+            state.Source.TrySetResult((error, bytes));
         }, completion);
-        done.Wait();
-        return completion.Error;
+
+        // A wait on the task, not on an event: the thread pool counts a thread blocked in Task.Wait as blocked and adds
+        // another at once, where a thread blocked on an event only looks busy. Several DARQs committing at the same time
+        // each block a pool thread here; on a 2-core machine, with the pool at two or three threads, that starved every
+        // other continuation (deliveries, steps, timers) for 0.5-1 s until the pool grew on its own.
+        completion.Source.Task.Wait();
+        return completion.Source.Task.Result.Item1;
     }
 
     private Task<(uint Error, uint Read)> ReadAsync(IntPtr destination, ulong address, uint length)
     {
-        var completion = new IoCompletion(null);
+        var completion = new IoCompletion();
         _device.ReadAsync(address, destination, length, static (error, bytes, context) =>
         {
             var state = (IoCompletion)context!;
@@ -544,12 +547,8 @@ internal sealed class DarqCommitManager : ILogCommitManager
         return completion.Source.Task;
     }
 
-    private sealed class IoCompletion(ManualResetEventSlim? done)
+    private sealed class IoCompletion
     {
-        public ManualResetEventSlim? Done { get; } = done;
-
-        public uint Error { get; set; }
-
         public TaskCompletionSource<(uint, uint)> Source { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
     }
 }
