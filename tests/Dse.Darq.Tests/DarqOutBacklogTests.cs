@@ -169,6 +169,51 @@ public sealed class DarqOutBacklogTests
     }
 
     [Fact]
+    public async Task DeliveryPass_LargeBacklogs_CollectsTheCommittedHeadOfEachDestinationOldestFirst()
+    {
+        // No delivery loop runs (no destinations), so the pass sees exactly what the test stepped. A pass takes at most
+        // 256 messages per destination (4 batches of the default 64): a backlog of thousands is not copied on every pass.
+        await using var darq = await new DarqTestStorage().OpenAsync(o =>
+        {
+            o.Name = "a";
+            o.CommitInterval = Timeout.InfiniteTimeSpan;
+        });
+        var processor = await darq.RegisterProcessorAsync();
+        var toB = new List<long>();
+        var toC = new List<long>();
+        for (int i = 0; i < 1000; i++)
+        {
+            var step = new DarqStep().AddOut("b", "b".Bytes());
+            if (i % 400 == 5)
+            {
+                step.AddOut("c", "c".Bytes());
+            }
+
+            var result = await processor.StepAsync(step);
+            toB.Add(result.OutLsns[0]);
+            toC.AddRange(result.OutLsns.Skip(1));
+        }
+
+        // Nothing is committed: nothing may leave.
+        Assert.Empty(await darq.CollectDeliverableForTestAsync());
+
+        // The discard commits (it returns once durable); the message stepped after it is not committed.
+        await darq.CommitAsync();
+        Assert.True(await darq.DiscardOutAsync(toB[1]));
+        var uncommitted = (await processor.StepAsync(new DarqStep().AddOut("c", "late".Bytes()))).OutLsns[0];
+
+        var collected = await darq.CollectDeliverableForTestAsync();
+
+        // B's oldest message is older than C's: B's head first, 256 of them in LSN order (the discarded one skipped), then
+        // all three of C's committed ones, not the one stepped after the commit.
+        Assert.Equal([.. toB.Where(l => l != toB[1]).Take(256), .. toC], collected.Select(c => c.Lsn));
+        Assert.All(collected.Take(256), c => Assert.Equal("b", c.Destination));
+        Assert.All(collected.Skip(256), c => Assert.Equal("c", c.Destination));
+        Assert.DoesNotContain(uncommitted, collected.Select(c => c.Lsn));
+        Assert.Equal(1000 - 1 + 3 + 1, darq.PendingOutCount);
+    }
+
+    [Fact]
     public async Task Open_NegativeOutBudget_IsRefused()
     {
         var error = await Assert.ThrowsAsync<ArgumentOutOfRangeException>(() => new DarqTestStorage().OpenAsync(o => o.MaxBufferedOutBytes = -1));

@@ -1,4 +1,5 @@
 using System.IO.Hashing;
+using System.Runtime.InteropServices;
 using System.Text;
 using System.Threading.Channels;
 
@@ -521,9 +522,16 @@ public sealed partial class Darq
     }
 
     /// <summary>
-    /// The pending OUT entries that are committed (a step that is not durable must not leave; under general speculation,
-    /// all), in LSN order. Returns how many times the pending OUT messages had been rebuilt then.
+    /// Collects, under the gate, the deliverable OUT messages (committed ones; under general speculation all): for each
+    /// destination its earliest pending messages in LSN order, at most <see cref="MaxCollectedPerDestination"/> of them,
+    /// the destinations oldest pending message first. Returns the rebuild count the collection belongs to.
     /// </summary>
+    /// <remarks>
+    /// A pass takes only the head of each destination's backlog: a destination that is down while its sender keeps
+    /// stepping can hold millions of pending messages, and copying them all on every pass (each commit, acknowledgement
+    /// and turn's end) held the gate, and every enqueue and step behind it, for milliseconds at a time. A turn that
+    /// delivered its messages ends, and the next pass collects the next ones.
+    /// </remarks>
     private async ValueTask<long> CollectDeliverableAsync(List<KeyValuePair<long, PendingOut>> batch, CancellationToken cancellationToken)
     {
         batch.Clear();
@@ -531,15 +539,57 @@ public sealed partial class Darq
         try
         {
             ThrowIfDisposed();
-            long committed = _log.CommittedUntilAddress;
-            foreach (var entry in _pendingOut)
+            long committed = _dse is null ? _log.CommittedUntilAddress : long.MaxValue;
+            int limit = MaxCollectedPerDestination;
+            if (_pendingOutUnordered)
             {
-                if (entry.Key >= committed && _dse is null)
+                // The per-destination queues are not in LSN order (never expected): one scan in LSN order instead.
+                var taken = new Dictionary<string, int>(StringComparer.Ordinal);
+                foreach (var entry in _pendingOut)
                 {
-                    break;
+                    if (entry.Key >= committed)
+                    {
+                        break;
+                    }
+
+                    ref int count = ref CollectionsMarshal.GetValueRefOrAddDefault(taken, entry.Value.Destination, out _);
+                    if (count++ < limit)
+                    {
+                        batch.Add(entry);
+                    }
                 }
 
-                batch.Add(entry);
+                return _pendingOutRebuilds;
+            }
+
+            var heads = new List<(long First, DestinationOut Messages)>(_pendingOutByDestination.Count);
+            foreach (var messages in _pendingOutByDestination.Values)
+            {
+                long first = messages.Lsns.Peek();
+                if (first < committed)
+                {
+                    heads.Add((first, messages));
+                }
+            }
+
+            heads.Sort(static (x, y) => x.First.CompareTo(y.First));
+            foreach (var (_, messages) in heads)
+            {
+                int count = 0;
+                foreach (long lsn in messages.Lsns)
+                {
+                    if (count == limit || lsn >= committed)
+                    {
+                        break;
+                    }
+
+                    // Acknowledged out of order, not yet dropped from the queue: skipped.
+                    if (_pendingOut.TryGetValue(lsn, out var pending))
+                    {
+                        batch.Add(new(lsn, pending));
+                        count++;
+                    }
+                }
             }
 
             return _pendingOutRebuilds;
@@ -549,6 +599,17 @@ public sealed partial class Darq
             _gate.Release();
         }
     }
+
+    /// <summary>What a delivery pass would collect now, as (LSN, destination) in collection order; for tests.</summary>
+    internal async ValueTask<List<(long Lsn, string Destination)>> CollectDeliverableForTestAsync()
+    {
+        var batch = new List<KeyValuePair<long, PendingOut>>();
+        await CollectDeliverableAsync(batch, CancellationToken.None).ConfigureAwait(false);
+        return batch.ConvertAll(e => (e.Key, e.Value.Destination));
+    }
+
+    /// <summary>The most messages to one destination a delivery pass collects for its turn: four batches, at least 256.</summary>
+    private int MaxCollectedPerDestination => Math.Max(4 * _options.DeliveryBatchSize, 256);
 
     /// <summary>Sends one OUT message and records its acknowledgement; false when it stays pending.</summary>
     private async ValueTask<bool> TryDeliverAsync(IDarqDestinations destinations, long lsn, PendingOut pending, CancellationToken cancellationToken)
