@@ -301,7 +301,6 @@ public sealed class DarqBacklogTests
         Assert.Equal(nameof(DarqOptions.MaxBufferedInBytes), error.ParamName);
     }
 
-    /// <summary>Enqueues <paramref name="count"/> messages numbered from <paramref name="first"/>, each <see cref="PayloadSize"/> bytes; returns their LSNs.</summary>
     [Fact]
     public async Task DisposeAsync_FeedLoopStuckInAStorageRead_ClosesAfterTheLimitAndSaysSo()
     {
@@ -348,6 +347,38 @@ public sealed class DarqBacklogTests
         });
     }
 
+    [Fact]
+    public async Task DisposeAsync_LogDeviceThatNeverCloses_ClosesAfterTheLimitAndSaysSo()
+    {
+        // The log device's Dispose blocks (as FASTER's local-file device does while an I/O it issued never returns):
+        // closing waits for the storage at most 30 s (of the DARQ's clock), logs event 4021 and returns.
+        var clock = new FakeTimeProvider();
+        var logs = new ListLogger();
+        var device = new HoldingDevice(DseDevices.CreateInMemory(new InMemoryStorage()));
+        var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(new InMemoryStorage()));
+        options.TimeProvider = clock;
+        var darq = await Darq.OpenAsync(options, logs);
+        await EnqueueAsync(darq, 0, 10);
+        await darq.CommitAsync();
+        device.HoldDispose();
+
+        var closing = darq.DisposeAsync().AsTask();
+        await device.DisposeHeld.WaitAsync(ReadLimit);
+        for (int i = 0; i < 6000 && !closing.IsCompleted; i++)
+        {
+            // The limit's timer starts once the storage starts closing: move the clock until it has fired.
+            clock.Advance(TimeSpan.FromSeconds(31));
+            await Task.Delay(10);
+        }
+
+        await closing.WaitAsync(ReadLimit);
+        Assert.True(logs.Contains(4021), "closing did not report the storage that did not close (event 4021)");
+        Assert.False(logs.Contains(4020), "a loop did not stop");
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => darq.EnqueueAsync(Payload(11)).AsTask());
+        device.ReleaseDispose();
+    }
+
+    /// <summary>Enqueues <paramref name="count"/> messages numbered from <paramref name="first"/>, each <see cref="PayloadSize"/> bytes; returns their LSNs.</summary>
     private static async Task<IReadOnlyList<long>> EnqueueAsync(Darq darq, int first, int count)
     {
         var lsns = new List<long>(count);

@@ -11,6 +11,8 @@ internal sealed class HoldingDevice(IDevice inner) : DelegatingDevice(inner, own
 {
     private readonly Lock _lock = new();
     private readonly TaskCompletionSource _firstReadHeld = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private readonly ManualResetEventSlim _disposeReleased = new(initialState: true);
+    private readonly TaskCompletionSource _disposeHeld = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private List<Action>? _heldWrites;
     private List<Action>? _heldReads;
 
@@ -47,6 +49,15 @@ internal sealed class HoldingDevice(IDevice inner) : DelegatingDevice(inner, own
         }
     }
 
+    /// <summary>From now on, <see cref="IDisposable.Dispose"/> blocks until <see cref="ReleaseDispose"/>, as a device waiting for an I/O that never returns does.</summary>
+    public void HoldDispose() => _disposeReleased.Reset();
+
+    /// <summary>Lets a held <see cref="IDisposable.Dispose"/> finish.</summary>
+    public void ReleaseDispose() => _disposeReleased.Set();
+
+    /// <summary>Completes when a <see cref="IDisposable.Dispose"/> is held.</summary>
+    public Task DisposeHeld => _disposeHeld.Task;
+
     /// <summary>Issues the held writes, in order, and lets later writes through.</summary>
     public void Release() => Issue(ref _heldWrites);
 
@@ -72,6 +83,17 @@ internal sealed class HoldingDevice(IDevice inner) : DelegatingDevice(inner, own
         }
 
         base.ReadAsync(segmentId, sourceAddress, destinationAddress, readLength, callback, context);
+    }
+
+    protected override void DisposeCore()
+    {
+        if (!_disposeReleased.IsSet)
+        {
+            _disposeHeld.TrySetResult();
+            _disposeReleased.Wait();
+        }
+
+        base.DisposeCore();
     }
 
     /// <summary>Adds <paramref name="operation"/> to <paramref name="held"/> while that is holding; false when it is not.</summary>

@@ -35,6 +35,9 @@ public sealed partial class Darq : IAsyncDisposable
     /// </summary>
     private static readonly TimeSpan LoopStopTimeout = TimeSpan.FromSeconds(30);
 
+    /// <summary>How long <see cref="DisposeAsync"/> waits for the log and its devices to close.</summary>
+    private static readonly TimeSpan StorageCloseTimeout = TimeSpan.FromSeconds(30);
+
     /// <summary>Serializes every mutation and commit request; everything below is guarded by it.</summary>
     private readonly DarqGate _gate = new();
 
@@ -395,6 +398,7 @@ public sealed partial class Darq : IAsyncDisposable
             DarqLog.CommitFailed(_logger, e, Name);
         }
 
+        bool storageClosed = true;
         await _gate.WaitAsync().ConfigureAwait(false);
         try
         {
@@ -404,18 +408,19 @@ public sealed partial class Darq : IAsyncDisposable
 
             // Stop retrying commit-record writes first, so FasterLog's commit worker is free when the log is disposed.
             _commitManager.Close();
+
+            // Off this thread, and bounded: FasterLog and FASTER's devices close synchronously and wait for every I/O
+            // they issued, and one that never returns kept DisposeAsync from returning (seen once, a local-file device
+            // waiting for a file handle after the final commit failed).
+            var closing = Task.Run(CloseStorage);
             try
             {
-                _log.Dispose();
+                await closing.WaitAsync(StorageCloseTimeout, _options.TimeProvider).ConfigureAwait(false);
             }
-            finally
+            catch (TimeoutException)
             {
-                // Disposes the commit device when owned.
-                _commitManager.Dispose();
-                if (_options.OwnsDevices)
-                {
-                    _options.LogDevice!.Dispose();
-                }
+                storageClosed = false;
+                DarqLog.StorageDidNotClose(_logger, Name, StorageCloseTimeout);
             }
         }
         finally
@@ -423,9 +428,31 @@ public sealed partial class Darq : IAsyncDisposable
             _gate.Release();
         }
 
-        // Last: nothing of this instance writes any more.
-        await ReleaseFencesAsync(_fences).ConfigureAwait(false);
+        // Last: nothing of this instance writes any more. Storage that did not close may still be written to, so its
+        // locks stay taken (a new instance on the same files is refused) until the process ends.
+        if (storageClosed)
+        {
+            await ReleaseFencesAsync(_fences).ConfigureAwait(false);
+        }
+
         _stopping.Dispose();
+    }
+
+    /// <summary>Disposes the log, the commit manager (and the commit device when owned) and the log device when owned.</summary>
+    private void CloseStorage()
+    {
+        try
+        {
+            _log.Dispose();
+        }
+        finally
+        {
+            _commitManager.Dispose();
+            if (_options.OwnsDevices)
+            {
+                _options.LogDevice!.Dispose();
+            }
+        }
     }
 
     private void CheckPayload(int length, string parameter)

@@ -85,4 +85,8 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4020, Level = LogLevel.Warning,
         Message = "DARQ '{Darq}' closes without its {Loop} loop, which did not stop within {Timeout} of being cancelled (a storage read or destination call that does not return).")]
     public static partial void LoopDidNotStop(ILogger logger, string darq, string loop, TimeSpan timeout);
+
+    [LoggerMessage(EventId = 4021, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}' closes without its storage, which did not close within {Timeout} (a device operation that does not return); its storage locks stay taken until the process ends.")]
+    public static partial void StorageDidNotClose(ILogger logger, string darq, TimeSpan timeout);
 }
