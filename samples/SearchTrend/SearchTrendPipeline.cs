@@ -42,7 +42,7 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
         _alert = new AlertStage(options.Threshold);
         _runners["filter"] = new StageRunner("filter", new FilterStage());
         _runners["count"] = new StageRunner("count", new CountStage());
-        _runners["alert"] = new StageRunner("alert", _alert, OnAlertStepped);
+        _runners["alert"] = new StageRunner("alert", _alert, OnAlertStepped, OnAlertLoaded);
     }
 
     /// <summary>The chaos actions taken, in order.</summary>
@@ -153,6 +153,25 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
     {
         int window = int.Parse(summary.AsSpan(0, summary.IndexOf(' ', StringComparison.Ordinal)), CultureInfo.InvariantCulture);
         _ = SignalWhenRecoverableAsync(darq, result.DurableAt - 1, window);
+    }
+
+    /// <summary>
+    /// A new alert processor got its state from the replay: every window in it is done once that state is recoverable.
+    /// A restart can cut short the wait of the step that closed a window (the DARQ closed under it) while the step itself
+    /// survives; the window is signalled from the replayed state then.
+    /// </summary>
+    private void OnAlertLoaded(Darq.Darq darq, long stateLsn)
+    {
+        foreach (var summary in _alert.State.Windows)
+        {
+            int window = int.Parse(summary.AsSpan(0, summary.IndexOf(' ', StringComparison.Ordinal)), CultureInfo.InvariantCulture);
+            if (_windowDone.TryGetValue(window, out var done) && done.Task.IsCompleted)
+            {
+                continue;
+            }
+
+            _ = SignalWhenRecoverableAsync(darq, stateLsn, window);
+        }
     }
 
     private async Task SignalWhenRecoverableAsync(Darq.Darq darq, long address, int window)

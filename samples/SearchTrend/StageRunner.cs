@@ -13,15 +13,22 @@ internal sealed class StageRunner
 {
     private readonly IStageLogic _logic;
     private readonly Action<Darq.Darq, string, DarqStepResult>? _stepped;
+    private readonly Action<Darq.Darq, long>? _loaded;
     private CancellationTokenSource _stop = new();
     private CancellationTokenSource _processor = new();
     private Task _loop = Task.CompletedTask;
 
-    public StageRunner(string name, IStageLogic logic, Action<Darq.Darq, string, DarqStepResult>? stepped = null)
+    /// <param name="name">The stage's name.</param>
+    /// <param name="logic">What the stage does with each message.</param>
+    /// <param name="stepped">Called after each step, with the input and the step's result.</param>
+    /// <param name="loaded">Called after the replay handed over the stage's state, with the state's LSN.</param>
+    public StageRunner(string name, IStageLogic logic, Action<Darq.Darq, string, DarqStepResult>? stepped = null,
+        Action<Darq.Darq, long>? loaded = null)
     {
         Name = name;
         _logic = logic;
         _stepped = stepped;
+        _loaded = loaded;
     }
 
     public string Name { get; }
@@ -92,6 +99,7 @@ internal sealed class StageRunner
                 // Replay: the state the last step wrote.
                 _logic.Load(text);
                 state = message.Lsn;
+                _loaded?.Invoke(darq, state);
                 continue;
             }
 
