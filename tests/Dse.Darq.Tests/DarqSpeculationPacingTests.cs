@@ -38,6 +38,16 @@ public sealed class DarqSpeculationPacingTests
         return b;
     }
 
+    /// <summary>With the coordinator paused and <c>MaxUncommittedVersions</c> 2: two enqueues, each in a version persisted that cannot be committed; new actions are held from then on.</summary>
+    private static async Task PersistTwoUncommittableVersionsAsync(Darq a, CancellationToken cancellationToken)
+    {
+        await a.EnqueueAsync(5, 1, "one".Bytes(), cancellationToken);
+        await a.DseStateObject!.AdvanceVersionAsync(cancellationToken);
+        await a.EnqueueAsync(5, 2, "two".Bytes(), cancellationToken);
+        await a.DseStateObject.AdvanceVersionAsync(cancellationToken);
+        Assert.True(a.IsBackpressured);
+    }
+
     [Fact]
     [Trait("Category", "Recovery")]
     public async Task Enqueue_CoordinatorFallsBehindPeriodicVersions_HeldNotFaulted_AllSucceedAfterItCommitsAndReopenRecoversThem()
@@ -135,11 +145,7 @@ public sealed class DarqSpeculationPacingTests
         var hold = await processor.Messages.ReadAsync(guard.Token);
 
         // Two versions persisted that cannot be committed: new actions wait.
-        await a.EnqueueAsync(5, 1, "one".Bytes(), guard.Token);
-        await a.DseStateObject!.AdvanceVersionAsync(guard.Token);
-        await a.EnqueueAsync(5, 2, "two".Bytes(), guard.Token);
-        await a.DseStateObject.AdvanceVersionAsync(guard.Token);
-        Assert.True(a.IsBackpressured);
+        await PersistTwoUncommittableVersionsAsync(a, guard.Token);
         Assert.Equal(2, a.UncommittedVersionCount);
         long tail = a.TailAddress;
         int unconsumed = a.UnconsumedCount;
@@ -159,7 +165,7 @@ public sealed class DarqSpeculationPacingTests
 
         Assert.Equal(tail, a.TailAddress);
         Assert.Equal(unconsumed, a.UnconsumedCount);
-        Assert.Null(a.DseStateObject.Fault);
+        Assert.Null(a.DseStateObject!.Fault);
 
         // The coordinator resumes: the same enqueue and step go through (the sequence number was never taken).
         var waiting = a.EnqueueAsync(5, 3, "three".Bytes(), guard.Token).AsTask();
@@ -188,11 +194,7 @@ public sealed class DarqSpeculationPacingTests
         // A pending OUT message (nothing delivers it), then two versions that cannot be committed: new actions wait.
         var sent = await processor.StepAsync(new DarqStep().Consume(hold).AddOut("nowhere", "lost cause".Bytes()), guard.Token);
         long outLsn = sent.OutLsns[0];
-        await a.EnqueueAsync(5, 1, "one".Bytes(), guard.Token);
-        await a.DseStateObject!.AdvanceVersionAsync(guard.Token);
-        await a.EnqueueAsync(5, 2, "two".Bytes(), guard.Token);
-        await a.DseStateObject.AdvanceVersionAsync(guard.Token);
-        Assert.True(a.IsBackpressured);
+        await PersistTwoUncommittableVersionsAsync(a, guard.Token);
         long tail = a.TailAddress;
 
         // The discard is an action like any other: it waits before it starts, appending nothing. Before, it went ahead and
@@ -209,14 +211,14 @@ public sealed class DarqSpeculationPacingTests
         while (!discard.IsCompleted)
         {
             await a.WaitForSpeculationRoomAsync(guard.Token);
-            await a.DseStateObject.AdvanceVersionAsync(guard.Token);
+            await a.DseStateObject!.AdvanceVersionAsync(guard.Token);
             await Task.WhenAny(discard, Task.Delay(10, guard.Token));
         }
 
         Assert.True(await discard);
         Assert.Equal(0, a.PendingOutCount);
         Assert.False(a.IsBackpressured);
-        Assert.Null(a.DseStateObject.Fault);
+        Assert.Null(a.DseStateObject!.Fault);
     }
 
     [Fact]
