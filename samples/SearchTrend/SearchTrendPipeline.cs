@@ -151,7 +151,7 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
     /// <summary>An alert step closed a window: the window is done once that step is recoverable.</summary>
     private void OnAlertStepped(Darq.Darq darq, string summary, DarqStepResult result)
     {
-        int window = int.Parse(summary.AsSpan(0, summary.IndexOf(' ', StringComparison.Ordinal)), CultureInfo.InvariantCulture);
+        int window = WindowOf(summary);
         _ = SignalWhenRecoverableAsync(darq, result.DurableAt - 1, window);
     }
 
@@ -164,7 +164,7 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
     {
         foreach (var summary in _alert.State.Windows)
         {
-            int window = int.Parse(summary.AsSpan(0, summary.IndexOf(' ', StringComparison.Ordinal)), CultureInfo.InvariantCulture);
+            int window = WindowOf(summary);
             if (_windowDone.TryGetValue(window, out var done) && done.Task.IsCompleted)
             {
                 continue;
@@ -173,6 +173,9 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
             _ = SignalWhenRecoverableAsync(darq, stateLsn, window);
         }
     }
+
+    /// <summary>The window number a summary ("k term=c;...") starts with.</summary>
+    private static int WindowOf(string summary) => int.Parse(summary.AsSpan(0, summary.IndexOf(' ', StringComparison.Ordinal)), CultureInfo.InvariantCulture);
 
     private async Task SignalWhenRecoverableAsync(Darq.Darq darq, long address, int window)
     {
