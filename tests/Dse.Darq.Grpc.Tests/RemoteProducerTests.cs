@@ -1,3 +1,5 @@
+using Dse.Darq.Grpc.V1;
+using Google.Protobuf;
 using Grpc.Core;
 using Grpc.Core.Interceptors;
 using Grpc.Net.Client;
@@ -136,5 +138,52 @@ public sealed class RemoteProducerTests
 
         Assert.Equal(StatusCode.Unavailable, error.StatusCode);
         Assert.Equal(1, producer.NextSequenceNumber);
+    }
+
+    [Fact]
+    public async Task EnqueueAsync_SequenceGap_ThrowsTheExpectedNumberAndTheClientContinuesFromIt()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync(o => o.ContiguousProducerSequences = true);
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 7);
+        await producer.EnqueueAsync("a".Bytes());
+        await producer.EnqueueAsync("b".Bytes());
+        long tail = darq.TailAddress;
+
+        // Sequence numbers 2 to 4 never arrived (a client that restarted too far ahead, or enqueues a rollback voided).
+        var gap = await Assert.ThrowsAsync<DarqSequenceGapException>(() => producer.EnqueueAsync(sequenceNumber: 5, "f".Bytes()));
+
+        Assert.Equal("orders", gap.DarqName);
+        Assert.Equal(7, gap.ProducerId);
+        Assert.Equal(5, gap.SequenceNumber);
+        Assert.Equal(2, gap.ExpectedSequenceNumber);
+        Assert.Equal(2, producer.NextSequenceNumber);
+        Assert.Equal(tail, darq.TailAddress);
+
+        // The status itself, as any client sees it: FAILED_PRECONDITION with the details in trailers.
+        var client = new DarqService.DarqServiceClient(server.Channel);
+        var raw = await Assert.ThrowsAsync<RpcException>(async () => await client.EnqueueAsync(
+            new EnqueueRequest { Darq = "orders", ProducerId = 7, SequenceNumber = 9, Payload = ByteString.CopyFromUtf8("x") }));
+        Assert.Equal(StatusCode.FailedPrecondition, raw.StatusCode);
+        Assert.Equal(DarqRpcErrors.SequenceGap, raw.Trailers.GetValue(DarqRpcErrors.ErrorKey));
+        Assert.Equal("2", raw.Trailers.GetValue(DarqRpcErrors.ExpectedSequenceKey));
+        Assert.Equal("9", raw.Trailers.GetValue(DarqRpcErrors.SequenceKey));
+        Assert.Equal("7", raw.Trailers.GetValue(DarqRpcErrors.ProducerIdKey));
+
+        // Client-numbered enqueues fill the gap from the expected number on.
+        foreach (string text in new[] { "c", "d", "e", "f" })
+        {
+            Assert.False((await producer.EnqueueAsync(text.Bytes())).IsDuplicate);
+        }
+
+        Assert.Equal(6, producer.NextSequenceNumber);
+        var processor = await darq.RegisterProcessorAsync();
+        var texts = new List<string>();
+        while (processor.Messages.TryRead(out var message))
+        {
+            texts.Add(message.Text());
+        }
+
+        Assert.Equal(["a", "b", "c", "d", "e", "f"], texts);
     }
 }

@@ -9,7 +9,7 @@ namespace Dse.Darq.Grpc;
 /// </summary>
 public static class DarqRpcErrors
 {
-    /// <summary>Trailer naming the kind of refusal (<see cref="StaleIncarnation"/>, <see cref="StepRejected"/>, <see cref="MessageRefused"/>, <see cref="NotSpeculative"/>, <see cref="NotPending"/>) or <see cref="NotDurable"/>.</summary>
+    /// <summary>Trailer naming the kind of refusal (<see cref="StaleIncarnation"/>, <see cref="StepRejected"/>, <see cref="SequenceGap"/>, <see cref="MessageRefused"/>, <see cref="NotSpeculative"/>, <see cref="NotPending"/>) or <see cref="NotDurable"/>.</summary>
     public const string ErrorKey = "dse-darq-error";
 
     /// <summary>Trailer: the DARQ's name.</summary>
@@ -58,6 +58,22 @@ public static class DarqRpcErrors
     /// </summary>
     public const string NotPending = "not-pending";
 
+    /// <summary>Trailer: the producer id of a refused enqueue.</summary>
+    public const string ProducerIdKey = "dse-darq-producer-id";
+
+    /// <summary>Trailer: the sequence number of a refused enqueue.</summary>
+    public const string SequenceKey = "dse-darq-sequence";
+
+    /// <summary>Trailer: the sequence number the DARQ takes from the producer next.</summary>
+    public const string ExpectedSequenceKey = "dse-darq-expected-sequence";
+
+    /// <summary>
+    /// Value of <see cref="ErrorKey"/> (status FAILED_PRECONDITION, with <see cref="ProducerIdKey"/>, <see cref="SequenceKey"/>
+    /// and <see cref="ExpectedSequenceKey"/>) for a <see cref="DarqSequenceGapException"/>: the enqueue skipped sequence
+    /// numbers of its producer and was not appended; resend from the expected one.
+    /// </summary>
+    public const string SequenceGap = "sequence-gap";
+
     /// <summary>Value of <see cref="ErrorKey"/> for a <see cref="DarqStaleIncarnationException"/>.</summary>
     public const string StaleIncarnation = "stale-incarnation";
 
@@ -66,7 +82,7 @@ public static class DarqRpcErrors
 
     /// <summary>
     /// Turns a status of DarqService back into the DARQ exception it stands for (<see cref="DarqStaleIncarnationException"/>,
-    /// <see cref="DarqStepRejectedException"/> or <see cref="DarqMessageRefusedException"/>, with the same details), or returns <see langword="null"/> when it stands
+    /// <see cref="DarqStepRejectedException"/>, <see cref="DarqSequenceGapException"/> or <see cref="DarqMessageRefusedException"/>, with the same details), or returns <see langword="null"/> when it stands
     /// for none (the <see cref="RpcException"/> is then the error).
     /// </summary>
     /// <param name="error">The status a call failed with.</param>
@@ -102,6 +118,14 @@ public static class DarqRpcErrors
             return new DarqStepRejectedException(darq, lsn, reason);
         }
 
+        if (kind == SequenceGap
+            && TryLong(trailers, ProducerIdKey, out long producer)
+            && TryLong(trailers, SequenceKey, out long sequence)
+            && TryLong(trailers, ExpectedSequenceKey, out long expected))
+        {
+            return new DarqSequenceGapException(darq, producer, sequence, expected);
+        }
+
         return null;
     }
 
@@ -129,6 +153,16 @@ public static class DarqRpcErrors
                 { DarqKey, darq },
                 { LsnKey, rejected.Lsn.ToString(CultureInfo.InvariantCulture) },
                 { ReasonKey, rejected.Reason.ToString() },
+            }),
+        DarqSequenceGapException gap => new RpcException(
+            new Status(StatusCode.FailedPrecondition, $"{method}: {gap.Message}"),
+            new Metadata
+            {
+                { ErrorKey, SequenceGap },
+                { DarqKey, darq },
+                { ProducerIdKey, gap.ProducerId.ToString(CultureInfo.InvariantCulture) },
+                { SequenceKey, gap.SequenceNumber.ToString(CultureInfo.InvariantCulture) },
+                { ExpectedSequenceKey, gap.ExpectedSequenceNumber.ToString(CultureInfo.InvariantCulture) },
             }),
         DarqMessageRefusedException refused => new RpcException(
             new Status(StatusCode.Aborted, $"{method}: {refused.Message}"),

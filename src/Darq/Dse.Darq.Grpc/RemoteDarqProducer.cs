@@ -17,6 +17,10 @@ namespace Dse.Darq.Grpc;
 /// client instance.</para>
 /// <para>A producer that restarts under the same id must continue above every sequence number it used before (pass
 /// <c>nextSequenceNumber</c>); a lower one is acknowledged as a duplicate and not appended.</para>
+/// <para>A DARQ with <see cref="DarqOptions.ContiguousProducerSequences"/> refuses a number that skips some with
+/// <see cref="DarqSequenceGapException"/> (enqueues that never arrived, or that a rollback voided before they were
+/// recoverable). The client's next number then becomes the expected one, so enqueuing the lost messages again, in order,
+/// client-numbered, fills the gap; the refused message goes after them.</para>
 /// </remarks>
 public sealed class RemoteDarqProducer
 {
@@ -80,6 +84,7 @@ public sealed class RemoteDarqProducer
     /// <param name="cancellationToken">Cancels the call; the message may or may not have been appended, and its sequence number is used up.</param>
     /// <returns>The LSN (or a duplicate acknowledgement) and the address to await for durability.</returns>
     /// <exception cref="RpcException">The server refused the message (the status names why) or stayed unavailable.</exception>
+    /// <exception cref="DarqSequenceGapException">The DARQ checks for gaps and expects a lower number: nothing was appended, and <see cref="NextSequenceNumber"/> is now the expected one.</exception>
     public async Task<DarqEnqueueResult> EnqueueAsync(ReadOnlyMemory<byte> payload, bool waitDurable = true, CancellationToken cancellationToken = default)
     {
         await _sending.WaitAsync(cancellationToken).ConfigureAwait(false);
@@ -104,6 +109,7 @@ public sealed class RemoteDarqProducer
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>The LSN (or a duplicate acknowledgement) and the address to await for durability.</returns>
     /// <exception cref="RpcException">The server refused the message (the status names why) or stayed unavailable.</exception>
+    /// <exception cref="DarqSequenceGapException">The DARQ checks for gaps and expects a lower number: nothing was appended, and <see cref="NextSequenceNumber"/> is now the expected one.</exception>
     public async Task<DarqEnqueueResult> EnqueueAsync(long sequenceNumber, ReadOnlyMemory<byte> payload, bool waitDurable = true,
         CancellationToken cancellationToken = default)
     {
@@ -142,6 +148,12 @@ public sealed class RemoteDarqProducer
                 var reply = await _client.EnqueueAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken)
                     .ConfigureAwait(false);
                 return new DarqEnqueueResult(reply.Lsn, reply.Duplicate, reply.DurableAt);
+            }
+            catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is DarqSequenceGapException gap)
+            {
+                // Nothing was appended, and the DARQ holds no number from the expected one on: continue from there.
+                Interlocked.Exchange(ref _nextSequenceNumber, gap.ExpectedSequenceNumber);
+                throw gap;
             }
             catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
             {

@@ -199,13 +199,15 @@ public sealed partial class Darq
     /// </remarks>
     public async ValueTask<DarqEnqueueResult> ReceiveAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
     {
-        if (_dse is null)
-        {
-            return await EnqueueAsync(SourceProducerId(delivery.Source), delivery.SourceLsn, delivery.Payload, cancellationToken).ConfigureAwait(false);
-        }
-
         ArgumentOutOfRangeException.ThrowIfNegative(delivery.SourceLsn);
         CheckPayload(delivery.Payload.Length, nameof(delivery));
+        if (_dse is null)
+        {
+            // Never checked for gaps (ContiguousProducerSequences): source LSNs have them.
+            return await EnqueueCoreAsync(delivery.Payload, SourceProducerId(delivery.Source), delivery.SourceLsn, dedup: true, contiguous: false, cancellationToken)
+                .ConfigureAwait(false);
+        }
+
         return (await ReceiveInActionAsync(delivery, cancellationToken).ConfigureAwait(false)).Result;
     }
 

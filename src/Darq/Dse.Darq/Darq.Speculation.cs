@@ -276,12 +276,13 @@ public sealed partial class Darq
         CheckPayload(delivery.Payload.Length, nameof(delivery));
         var header = delivery.DseHeader.IsEmpty ? default : DseHeader.Parse(delivery.DseHeader.Span);
         long producer = SourceProducerId(delivery.Source);
-        return InActionAsync(header, token => EnqueueCoreAsync(delivery.Payload, producer, delivery.SourceLsn, dedup: true, token), cancellationToken);
+        return InActionAsync(header, token => EnqueueCoreAsync(delivery.Payload, producer, delivery.SourceLsn, dedup: true, contiguous: false, token), cancellationToken);
     }
 
     private async ValueTask<DarqEnqueueResult> EnqueueInActionAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
-        CancellationToken cancellationToken)
-        => (await InActionAsync(default, token => EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup, token), cancellationToken).ConfigureAwait(false)).Result;
+        bool contiguous, CancellationToken cancellationToken)
+        => (await InActionAsync(default, token => EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup, contiguous, token), cancellationToken)
+            .ConfigureAwait(false)).Result;
 
     private async ValueTask<DarqStepResult> StepInActionAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
     {

@@ -293,12 +293,15 @@ public sealed partial class Darq : IAsyncDisposable
     public ValueTask<DarqEnqueueResult> EnqueueAsync(ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default)
     {
         CheckPayload(payload.Length, nameof(payload));
-        return _dse is null ? EnqueueCoreAsync(payload, 0, 0, dedup: false, cancellationToken) : EnqueueInActionAsync(payload, 0, 0, dedup: false, cancellationToken);
+        return _dse is null
+            ? EnqueueCoreAsync(payload, 0, 0, dedup: false, contiguous: false, cancellationToken)
+            : EnqueueInActionAsync(payload, 0, 0, dedup: false, contiguous: false, cancellationToken);
     }
 
     /// <summary>
     /// Appends an IN message from a producer, deduplicated by (producer id, sequence number): a sequence number not above
-    /// the largest seen from that producer is acknowledged as a duplicate and not appended.
+    /// the largest seen from that producer is acknowledged as a duplicate and not appended. With
+    /// <see cref="DarqOptions.ContiguousProducerSequences"/> a number more than one above it is refused.
     /// </summary>
     /// <param name="producerId">The producer's globally unique id.</param>
     /// <param name="sequenceNumber">The message's sequence number from that producer, nonnegative and increasing.</param>
@@ -307,14 +310,18 @@ public sealed partial class Darq : IAsyncDisposable
     /// <returns>The new message's LSN, or a duplicate acknowledgement; and the address to await for durability.</returns>
     /// <exception cref="ArgumentException">The payload is too large or the sequence number negative.</exception>
     /// <exception cref="InvalidOperationException">The producer is new and the table already holds <see cref="DarqOptions.MaxProducers"/> producers.</exception>
+    /// <exception cref="DarqSequenceGapException">
+    /// <see cref="DarqOptions.ContiguousProducerSequences"/> is on and the number skips some: the exception names the one expected.
+    /// </exception>
     public ValueTask<DarqEnqueueResult> EnqueueAsync(long producerId, long sequenceNumber, ReadOnlyMemory<byte> payload,
         CancellationToken cancellationToken = default)
     {
         ArgumentOutOfRangeException.ThrowIfNegative(sequenceNumber);
         CheckPayload(payload.Length, nameof(payload));
+        bool contiguous = _options.ContiguousProducerSequences;
         return _dse is null
-            ? EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup: true, cancellationToken)
-            : EnqueueInActionAsync(payload, producerId, sequenceNumber, dedup: true, cancellationToken);
+            ? EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup: true, contiguous, cancellationToken)
+            : EnqueueInActionAsync(payload, producerId, sequenceNumber, dedup: true, contiguous, cancellationToken);
     }
 
     /// <summary>Commits the log up to its current tail, with the DARQ state, and waits until that commit is durable.</summary>
@@ -470,7 +477,11 @@ public sealed partial class Darq : IAsyncDisposable
         ThrowIfFenced();
     }
 
-    private ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup,
+    /// <summary>
+    /// Checks and appends an IN entry. <paramref name="contiguous"/>: whether a sequence number more than one above the
+    /// producer's is refused (producers' enqueues with <see cref="DarqOptions.ContiguousProducerSequences"/>, never deliveries).
+    /// </summary>
+    private ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup, bool contiguous,
         CancellationToken cancellationToken)
     {
         // Built before taking the gate: only the sequence number and the checksum wait for it.
@@ -479,13 +490,13 @@ public sealed partial class Darq : IAsyncDisposable
         // Fast path: the gate is free and the log has room, so the enqueue completes synchronously.
         if (cancellationToken.IsCancellationRequested || !_gate.Wait(0))
         {
-            return EnqueueSlowAsync(entry, producerId, sequenceNumber, dedup, cancellationToken);
+            return EnqueueSlowAsync(entry, producerId, sequenceNumber, dedup, contiguous, cancellationToken);
         }
 
         bool release = true;
         try
         {
-            if (IsDuplicate(producerId, sequenceNumber, dedup, out var duplicate))
+            if (IsDuplicate(producerId, sequenceNumber, dedup, contiguous, out var duplicate))
             {
                 return ValueTask.FromResult(duplicate);
             }
@@ -516,13 +527,13 @@ public sealed partial class Darq : IAsyncDisposable
     }
 
     /// <summary>An enqueue that found the gate taken: waits for it, then checks and appends.</summary>
-    private async ValueTask<DarqEnqueueResult> EnqueueSlowAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup,
+    private async ValueTask<DarqEnqueueResult> EnqueueSlowAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup, bool contiguous,
         CancellationToken cancellationToken)
     {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            if (IsDuplicate(producerId, sequenceNumber, dedup, out var duplicate))
+            if (IsDuplicate(producerId, sequenceNumber, dedup, contiguous, out var duplicate))
             {
                 return duplicate;
             }
@@ -554,9 +565,9 @@ public sealed partial class Darq : IAsyncDisposable
 
     /// <summary>
     /// Under the gate: whether a deduplicated enqueue is a duplicate (then <paramref name="result"/> acknowledges it);
-    /// throws when the producer would be one too many.
+    /// throws when the producer would be one too many, or (<paramref name="contiguous"/>) when the number skips some.
     /// </summary>
-    private bool IsDuplicate(long producerId, long sequenceNumber, bool dedup, out DarqEnqueueResult result)
+    private bool IsDuplicate(long producerId, long sequenceNumber, bool dedup, bool contiguous, out DarqEnqueueResult result)
     {
         ThrowIfDisposed();
         result = default;
@@ -571,6 +582,13 @@ public sealed partial class Darq : IAsyncDisposable
             DarqInstrumentation.Duplicates.Add(1, _tag);
             result = new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
             return true;
+        }
+
+        long expected = known ? seen + 1 : 0;
+        if (contiguous && sequenceNumber != expected)
+        {
+            DarqInstrumentation.SequenceGaps.Add(1, _tag);
+            throw new DarqSequenceGapException(Name, producerId, sequenceNumber, expected);
         }
 
         if (!known && _producers.Count >= _options.MaxProducers)

@@ -72,6 +72,24 @@ public sealed class DarqOptions
     internal const int MaxProducersLimit = 4_194_304;
 
     /// <summary>
+    /// Whether each producer's sequence numbers must be contiguous: a deduplicated enqueue
+    /// (<see cref="Darq.EnqueueAsync(long, long, ReadOnlyMemory{byte}, CancellationToken)"/>) is taken only with the sequence
+    /// number one above the largest the DARQ holds for its producer, or 0 for a producer it does not know; a lower one is a
+    /// duplicate, as always, and a higher one is refused with <see cref="DarqSequenceGapException"/>, which names the number
+    /// expected, and appends nothing. Default <see langword="false"/>: any higher number is taken, and the numbers between are
+    /// then refused as duplicates.
+    /// </summary>
+    /// <remarks>
+    /// Turn it on for producers that send several enqueues before they know the earlier ones are safe: under general
+    /// speculation a rollback voids the enqueues that were not yet recoverable and restores the producer's number, and a
+    /// restart of the DARQ loses what was not persisted; without this check a later enqueue that lands after the rollback is
+    /// taken, and the voided ones, resent, are dropped as duplicates. With it, the later one is refused and the producer
+    /// resends from the number expected, under the same producer id. It applies to producers only: messages delivered by
+    /// other DARQs are numbered by their source LSN, which has gaps, and are never checked for them.
+    /// </remarks>
+    public bool ContiguousProducerSequences { get; set; }
+
+    /// <summary>
     /// Group commit interval: how often the log is committed in the background. Default 5 ms. <see cref="Timeout.InfiniteTimeSpan"/>
     /// turns background commits off (commit with <see cref="Darq.CommitAsync"/>).
     /// </summary>
