@@ -74,7 +74,8 @@ foreach (var mode in modes)
     Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
         $"{Name(mode),-8} window latency p50 {Percentile(latencies, 0.5),6:F1} ms, p99 {Percentile(latencies, 0.99),6:F1} ms; " +
         $"{pipeline.Result.Alerts.Count} alerts, {(same ? "equal to the expected result" : "DIFFERENT from the expected result")}; " +
-        $"processors registered: {string.Join(", ", pipeline.Registrations.Select(r => $"{r.Key} {r.Value}"))}"));
+        $"processors registered: {string.Join(", ", pipeline.Registrations.Select(r => $"{r.Key} {r.Value}"))}" +
+        $"{(options.Chaos ? $"; search events sent again: {pipeline.Resent}" : "")}"));
     if (!same)
     {
         status = 1;

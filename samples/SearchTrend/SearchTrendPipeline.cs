@@ -28,9 +28,15 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
     private readonly ClusterCoordinator? _coordinator;
     private readonly Dictionary<string, Darq.Darq> _darqs = new(StringComparer.Ordinal);
     private readonly Dictionary<string, StageRunner> _runners = new(StringComparer.Ordinal);
+
+    // Each open DARQ's log and commit device, wrapped so that a chaos crash can cut them (nothing written after reaches the files).
+    private readonly Dictionary<string, (FaultInjectingDevice Log, FaultInjectingDevice Commit)> _devices = new(StringComparer.Ordinal);
     private readonly AlertStage _alert;
     private readonly ConcurrentDictionary<int, TaskCompletionSource> _windowDone = new();
-    private long _nextSequence = 1;
+    private long _nextSequence;
+
+    // Search events of the current window the filter appended (not duplicates), resends included.
+    private int _appended;
 
     private SearchTrendPipeline(SearchTrendOptions options)
     {
@@ -45,8 +51,11 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
         _runners["alert"] = new StageRunner("alert", _alert, OnAlertStepped, OnAlertLoaded);
     }
 
-    /// <summary>The chaos actions taken, in order.</summary>
+    /// <summary>The chaos actions taken, and the source's resends after a rollback, in order.</summary>
     public List<string> Events { get; } = [];
+
+    /// <summary>Search events the source sent again because a rollback voided them (general speculation only).</summary>
+    public int Resent { get; private set; }
 
     /// <summary>The alert stage's state; once <see cref="RunAsync"/> returned, all of it is recoverable.</summary>
     public AlertState Result => _alert.State;
@@ -95,20 +104,13 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
         {
             var done = _windowDone.GetOrAdd(window, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
             var lines = windows[window];
-            long start = 0;
-            for (int i = 0; i < lines.Count; i++)
-            {
-                if (_options.Chaos && window == windows.Count / 3 && i == lines.Count / 2)
-                {
-                    Events.Add($"window {window}, half of it sent: killed the count stage's processor");
-                    _runners["count"].KillProcessor();
-                }
-
-                start = Stopwatch.GetTimestamp();
-                await _darqs["filter"].EnqueueAsync(SourceProducer, _nextSequence++, Encoding.UTF8.GetBytes(lines[i]), cancellationToken);
-            }
-
-            if (_options.Chaos && window == 2 * windows.Count / 3 && _coordinator is null)
+            long first = _nextSequence;
+            _nextSequence += lines.Count;
+            _appended = 0;
+            int killAt = _options.Chaos && window == windows.Count / 3 ? lines.Count / 2 : -1;
+            int crashAt = _options.Chaos && window == windows.Count / 2 ? lines.Count / 2 : -1;
+            var (last, start) = await SendAsync(window, lines, first, killAt, crashAt, cancellationToken);
+            if (_options.Chaos && window == 2 * windows.Count / 3)
             {
                 Events.Add($"window {window}, all of it sent: restarted the alert DARQ from its files");
                 await RestartAsync("alert");
@@ -116,7 +118,7 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
 
             try
             {
-                await done.Task.WaitAsync(WindowTimeout, cancellationToken);
+                await WaitForWindowAsync(window, done.Task, lines, first, last, cancellationToken).WaitAsync(WindowTimeout, cancellationToken);
             }
             catch (TimeoutException e)
             {
@@ -126,6 +128,7 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
                     (faults.Count > 0 ? $"; failed processor loops: {string.Join("; ", faults)}" : "; no processor loop failed") + ".", e);
             }
 
+            Resent += _appended - lines.Count;
             if (window > 0)
             {
                 latencies.Add(Stopwatch.GetElapsedTime(start).TotalMilliseconds);
@@ -135,11 +138,113 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
         return [.. latencies];
     }
 
+    /// <summary>
+    /// Enqueues a window's search events at the filter, under sequence numbers <paramref name="first"/> on, and returns
+    /// the last one's address and the time it was sent. The filter takes each producer's numbers only without gaps
+    /// (<see cref="DarqOptions.ContiguousProducerSequences"/>): when a rollback voided events already sent, the next one is
+    /// refused with the number expected, and the source sends again from there (everything before the window is
+    /// recoverable already, so that number is in this window). Numbers the filter still holds are acknowledged as
+    /// duplicates.
+    /// </summary>
+    private async Task<(long Last, long Start)> SendAsync(int window, List<string> lines, long first, int killAt, int crashAt,
+        CancellationToken cancellationToken)
+    {
+        long last = -1;
+        long start = 0;
+        for (int i = 0; i < lines.Count; i++)
+        {
+            if (i == killAt)
+            {
+                Events.Add($"window {window}, half of it sent: killed the count stage's processor");
+                _runners["count"].KillProcessor();
+                killAt = -1;
+            }
+
+            if (i == crashAt)
+            {
+                Events.Add($"window {window}, half of it sent: crashed the filter DARQ (what it had not committed is lost) and reopened it from its files");
+                await CrashAsync("filter");
+                crashAt = -1;
+            }
+
+            start = Stopwatch.GetTimestamp();
+            try
+            {
+                var result = await _darqs["filter"].EnqueueAsync(SourceProducer, first + i, Encoding.UTF8.GetBytes(lines[i]), cancellationToken);
+                last = result.IsDuplicate ? result.DurableAt - 1 : result.Lsn;
+                _appended += result.IsDuplicate ? 0 : 1;
+            }
+            catch (DarqSequenceGapException gap) when (gap.ExpectedSequenceNumber >= first && gap.ExpectedSequenceNumber < first + i)
+            {
+                int from = (int)(gap.ExpectedSequenceNumber - first);
+                Events.Add($"window {window}: the filter lost events {from} to {i - 1} of it (sequence gap); sending again from {from}");
+                i = from - 1;
+            }
+        }
+
+        return (last, start);
+    }
+
+    /// <summary>
+    /// Waits until the window's summary is recoverable at the alert stage. Under general speculation a rollback may void
+    /// the window's last events at the filter after they were sent: the source watches their barrier meanwhile, and sends
+    /// the window again (deduplicated) if they were rolled back.
+    /// </summary>
+    private async Task WaitForWindowAsync(int window, Task done, List<string> lines, long first, long last, CancellationToken cancellationToken)
+    {
+        while (_coordinator is not null && !done.IsCompleted)
+        {
+            var barrier = _darqs["filter"].WaitForRecoverableAsync(last, cancellationToken).AsTask();
+            await Task.WhenAny(done, barrier);
+            try
+            {
+                await barrier;
+                break;
+            }
+            catch (DseRolledBackException)
+            {
+                Events.Add($"window {window}: a rollback voided its last events after they were sent; sending the window again");
+                (last, _) = await SendAsync(window, lines, first, -1, -1, cancellationToken);
+            }
+        }
+
+        await done;
+    }
+
+    /// <summary>
+    /// A crash of one DARQ's process, then a restart on its files. Nothing may be acknowledged after a crash: the
+    /// processor stops, under general speculation the DARQ's StateObject stops (so the coordinator never hears of a
+    /// version persisted after this point), then the log device silently loses every later write and the commit device
+    /// fails every later write (so no commit after this point succeeds). What the DARQ had not committed (or, under
+    /// general speculation, not persisted) is lost; it is then closed and opened again from what its files hold.
+    /// </summary>
+    private async Task CrashAsync(string name)
+    {
+        var runner = _runners[name];
+        var darq = _darqs[name];
+        await runner.StopAsync();
+        if (darq.DseStateObject is { } stateObject)
+        {
+            await stateObject.DisposeAsync();
+        }
+
+        var (log, commit) = _devices[name];
+        log.CutNow();
+        commit.FailPermanently();
+        await ReopenAsync(name);
+    }
+
     /// <summary>Closes one DARQ and opens it again on the same files, as after a restart of its process; its processor registers again.</summary>
     private async Task RestartAsync(string name)
     {
+        await _runners[name].StopAsync();
+        await ReopenAsync(name);
+    }
+
+    /// <summary>Closes one DARQ whose processor is stopped, opens it again on the same files and starts a processor on it.</summary>
+    private async Task ReopenAsync(string name)
+    {
         var runner = _runners[name];
-        await runner.StopAsync();
         _registry.Remove(name);
         await _darqs[name].DisposeAsync();
         var reopened = await OpenAsync(name, Array.IndexOf(StageNames, name) + 1);
@@ -194,16 +299,21 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
     private Task<Darq.Darq> OpenAsync(string name, long id)
     {
         bool general = _coordinator is not null;
+        var devices = (
+            new FaultInjectingDevice(DseDevices.CreateLocalFile(Path.Combine(_directory, name + ".log"))),
+            new FaultInjectingDevice(DseDevices.CreateLocalFile(Path.Combine(_directory, name + ".commit"))));
+        _devices[name] = devices;
         return Darq.Darq.OpenAsync(new DarqOptions
         {
             Name = name,
-            LogDevice = DseDevices.CreateLocalFile(Path.Combine(_directory, name + ".log")),
-            CommitDevice = DseDevices.CreateLocalFile(Path.Combine(_directory, name + ".commit")),
+            LogDevice = devices.Item1,
+            CommitDevice = devices.Item2,
             Destinations = _registry,
             Speculation = _options.Speculation,
             CommitInterval = general ? Timeout.InfiniteTimeSpan : _options.CommitInterval,
             Dse = general ? new DseOptions { ObjectId = id, GroupCommitPeriod = _options.CommitInterval } : null,
             Coordinator = _coordinator,
+            ContiguousProducerSequences = true,
             DeliveryRetryMinDelay = TimeSpan.FromMilliseconds(1),
             DeliveryRetryMaxDelay = TimeSpan.FromMilliseconds(20),
         });
