@@ -113,6 +113,31 @@ public sealed class OperatorCallsTests
     }
 
     [Fact]
+    public async Task RetireProducer_OverGrpc_FreesTheSlotDurablyAndAnUnknownProducerChangesNothing()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync(o => o.MaxProducers = 2);
+        await using var server = await DarqServer.StartAsync(o => o.EnableOperatorCalls = true, darq);
+        await new RemoteDarqProducer(server.Channel, "orders", producerId: 1).EnqueueAsync("a".Bytes());
+        await new RemoteDarqProducer(server.Channel, "orders", producerId: 2).EnqueueAsync("b".Bytes());
+        var third = new RemoteDarqProducer(server.Channel, "orders", producerId: 3);
+        var full = await Assert.ThrowsAsync<RpcException>(() => third.EnqueueAsync("c".Bytes()));
+        Assert.Equal(StatusCode.FailedPrecondition, full.StatusCode);
+        var admin = new DarqAdminClient(server.Channel, "orders");
+
+        var (retired, count) = await admin.RetireProducerAsync(1);
+        var (unknown, countAfter) = await admin.RetireProducerAsync(42);
+
+        Assert.True(retired);
+        Assert.Equal(1, count);
+        Assert.False(unknown);
+        Assert.Equal(1, countAfter);
+        Assert.Null(await darq.ProducerSequenceAsync(1));
+        Assert.True(darq.CommittedUntilAddress >= darq.TailAddress, "the reply waits for the commit that carries the table");
+        Assert.False((await third.EnqueueAsync(2, "c".Bytes())).IsDuplicate);
+        await server.Logs.WaitForAsync(4243, "retired producer 1 (retired: True)").WaitAsync(TestText.Timeout);
+    }
+
+    [Fact]
     public async Task OperatorCalls_BadInput_AreRefusedWithPreciseStatusesAndChangeNothing()
     {
         await using var source = await ParkedSource.StartAsync(Enabled, remoteName: "nope", configureB: null, "1".Bytes());
@@ -178,6 +203,7 @@ public sealed class OperatorCallsTests
             await Assert.ThrowsAsync<RpcException>(() => admin.ListParkedDeliveriesAsync()),
             await Assert.ThrowsAsync<RpcException>(() => admin.RetryParkedDeliveryAsync("b")),
             await Assert.ThrowsAsync<RpcException>(() => admin.DiscardOutAsync(source.OutLsns[0])),
+            await Assert.ThrowsAsync<RpcException>(() => admin.RetireProducerAsync(1)),
             // Not even whether a DARQ exists is told.
             await Assert.ThrowsAsync<RpcException>(() => new DarqAdminClient(source.ServerA.Channel, "c").ListParkedDeliveriesAsync()),
         };
@@ -212,13 +238,14 @@ public sealed class OperatorCallsTests
             await Assert.ThrowsAsync<RpcException>(() => stranger.ListParkedDeliveriesAsync()),
             await Assert.ThrowsAsync<RpcException>(() => stranger.RetryParkedDeliveryAsync("b")),
             await Assert.ThrowsAsync<RpcException>(() => stranger.DiscardOutAsync(source.OutLsns[0])),
+            await Assert.ThrowsAsync<RpcException>(() => stranger.RetireProducerAsync(1)),
         };
 
         Assert.All(errors, e => Assert.Equal(StatusCode.PermissionDenied, e.StatusCode));
         Assert.All(errors, e => Assert.Contains(nameof(DarqGrpcServiceOptions.AuthorizeOperatorCall), e.Status.Detail, StringComparison.Ordinal));
         Assert.Equal(tail, source.A.TailAddress);
         Assert.Equal(1, source.A.PendingOutCount);
-        foreach (string method in new[] { "ListParkedDeliveries", "RetryParkedDelivery", "DiscardOut" })
+        foreach (string method in new[] { "ListParkedDeliveries", "RetryParkedDelivery", "DiscardOut", "RetireProducer" })
         {
             await source.ServerA.Logs.WaitForAsync(4240, $"DarqService.{method} ").WaitAsync(TestText.Timeout);
         }

@@ -5,8 +5,8 @@ namespace Dse.Darq.Grpc;
 
 /// <summary>
 /// The operator calls of a remote DARQ (docs/darq-grpc.md): list its parked deliveries, retry a parked destination, give
-/// up a pending OUT message; the remote forms of <see cref="Darq.ParkedDeliveries"/>, <see cref="Darq.RetryParkedDelivery"/>
-/// and <see cref="Darq.DiscardOutAsync"/>. The server answers them only when its application enabled them
+/// up a pending OUT message, retire a producer; the remote forms of <see cref="Darq.ParkedDeliveries"/>,
+/// <see cref="Darq.RetryParkedDelivery"/>, <see cref="Darq.DiscardOutAsync"/> and <see cref="Darq.RetireProducerAsync"/>. The server answers them only when its application enabled them
 /// (<see cref="DarqGrpcServiceOptions.EnableOperatorCalls"/>); otherwise every call throws an <see cref="RpcException"/>
 /// with UNIMPLEMENTED, and one its <see cref="DarqGrpcServiceOptions.AuthorizeOperatorCall"/> refuses PERMISSION_DENIED.
 /// </summary>
@@ -104,5 +104,20 @@ public sealed class DarqAdminClient
         {
             return false;
         }
+    }
+
+    /// <summary>
+    /// Removes a producer that will never send again from the DARQ's deduplication table (<see cref="Darq.RetireProducerAsync"/>),
+    /// freeing its slot. Returns once that is durable at the DARQ (under general speculation: part of its current version).
+    /// A message the producer sends afterwards is taken as new, a resend of an old one included.
+    /// </summary>
+    /// <param name="producerId">The producer id (a source DARQ's is <see cref="Darq.SourceProducerId"/>).</param>
+    /// <param name="cancellationToken">Cancels the call (the retirement may still happen).</param>
+    /// <returns>Whether the table held the producer, and how many producers it holds now.</returns>
+    public async Task<(bool Retired, int ProducerCount)> RetireProducerAsync(long producerId, CancellationToken cancellationToken = default)
+    {
+        var reply = await _client.RetireProducerAsync(new RetireProducerRequest { Darq = Darq, ProducerId = producerId }, cancellationToken: cancellationToken)
+            .ConfigureAwait(false);
+        return (reply.Retired, reply.ProducerCount);
     }
 }

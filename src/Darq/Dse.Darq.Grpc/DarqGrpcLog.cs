@@ -41,4 +41,8 @@ internal static partial class DarqGrpcLog
     [LoggerMessage(EventId = 4242, Level = LogLevel.Warning,
         Message = "DARQ '{Darq}': operator at {Peer} discarded pending OUT message {Lsn}; it is never delivered.")]
     public static partial void OperatorDiscardedOut(ILogger logger, string darq, long lsn, string peer);
+
+    [LoggerMessage(EventId = 4243, Level = LogLevel.Warning,
+        Message = "DARQ '{Darq}': operator at {Peer} retired producer {ProducerId} (retired: {Retired}); a message it sends from now on is taken as new.")]
+    public static partial void OperatorRetiredProducer(ILogger logger, string darq, long producerId, bool retired, string peer);
 }

@@ -458,6 +458,30 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         return new DiscardOutReply { CommittedUntil = darq.CommittedUntilAddress };
     }
 
+    /// <inheritdoc />
+    public override async Task<RetireProducerReply> RetireProducer(RetireProducerRequest request, ServerCallContext context)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        const string method = nameof(RetireProducer);
+        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
+        var darq = Resolve(method, request.Darq);
+        bool retired;
+        int count;
+        try
+        {
+            retired = await darq.RetireProducerAsync(request.ProducerId, context.CancellationToken).ConfigureAwait(false);
+            count = await darq.ProducerCountAsync(context.CancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+
+        DarqGrpcLog.OperatorRetiredProducer(_logger, darq.Name, request.ProducerId, retired, context.Peer);
+        return new RetireProducerReply { Retired = retired, ProducerCount = count };
+    }
+
     /// <summary>
     /// Refuses an operator call unless <see cref="DarqGrpcServiceOptions.EnableOperatorCalls"/> is on (UNIMPLEMENTED) and
     /// <see cref="DarqGrpcServiceOptions.AuthorizeOperatorCall"/>, if set, allows it (PERMISSION_DENIED); before any DARQ is

@@ -4,8 +4,8 @@ namespace Dse.Darq.Grpc;
 
 /// <summary>
 /// Options of <see cref="DarqGrpcService"/> (<c>services.Configure&lt;DarqGrpcServiceOptions&gt;(...)</c>). The operator
-/// calls (<c>ListParkedDeliveries</c>, <c>RetryParkedDelivery</c>, <c>DiscardOut</c>) change what a DARQ delivers, so they
-/// are off unless the application turns them on, and it may guard them with its own check.
+/// calls (<c>ListParkedDeliveries</c>, <c>RetryParkedDelivery</c>, <c>DiscardOut</c>, <c>RetireProducer</c>) change what a DARQ
+/// delivers or deduplicates, so they are off unless the application turns them on, and it may guard them with its own check.
 /// </summary>
 public sealed class DarqGrpcServiceOptions
 {

@@ -594,7 +594,8 @@ public sealed partial class Darq : IAsyncDisposable
         if (!known && _producers.Count >= _options.MaxProducers)
         {
             throw new InvalidOperationException(
-                $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused.");
+                $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused. " +
+                "Retire producers that will never send again (RetireProducerAsync) to free their slots.");
         }
 
         if (_dse is not null)

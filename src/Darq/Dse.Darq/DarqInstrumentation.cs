@@ -16,6 +16,9 @@ public static class DarqInstrumentation
     /// <summary>Enqueues acknowledged as duplicates.</summary>
     internal static readonly Counter<long> Duplicates = Meter.CreateCounter<long>("dse.darq.enqueue.duplicates", "{message}", "Enqueues recognized as duplicates and not appended.");
 
+    internal static readonly Counter<long> ProducersRetired = Meter.CreateCounter<long>("dse.darq.producers.retired", "{producer}",
+        "Producers removed from the deduplication table (Darq.RetireProducerAsync).");
+
     internal static readonly Counter<long> SequenceGaps = Meter.CreateCounter<long>("dse.darq.enqueue.sequence_gaps", "{message}",
         "Enqueues refused because they skipped sequence numbers of their producer (DarqOptions.ContiguousProducerSequences).");
 

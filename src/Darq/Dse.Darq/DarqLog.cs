@@ -89,4 +89,8 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4021, Level = LogLevel.Warning,
         Message = "DARQ '{Darq}' closes without its storage, which did not close within {Timeout} (a device operation that does not return); its storage locks stay taken until the process ends.")]
     public static partial void StorageDidNotClose(ILogger logger, string darq, TimeSpan timeout);
+
+    [LoggerMessage(EventId = 4022, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}' retired producer {ProducerId} (largest sequence number {Sequence}); {Count} producers remain in the deduplication table.")]
+    public static partial void ProducerRetired(ILogger logger, string darq, long producerId, long sequence, int count);
 }

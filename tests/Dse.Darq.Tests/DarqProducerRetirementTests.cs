@@ -1,0 +1,130 @@
+namespace Dse.Darq.Tests;
+
+/// <summary>
+/// <see cref="Darq.RetireProducerAsync"/>: a producer that will never send again leaves the deduplication table, so a
+/// long-running DARQ whose producers come and go does not fill <see cref="DarqOptions.MaxProducers"/> for good.
+/// </summary>
+public sealed class DarqProducerRetirementTests
+{
+    private static readonly TimeSpan HangGuard = TimeSpan.FromSeconds(60);
+
+    [Fact]
+    public async Task Retire_FullTable_FreesASlotForANewProducer()
+    {
+        // The test storage's table holds 16 producers.
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        for (long producer = 1; producer <= 16; producer++)
+        {
+            await darq.EnqueueAsync(producer, 5, "m".Bytes());
+        }
+
+        var full = await Assert.ThrowsAsync<InvalidOperationException>(async () => await darq.EnqueueAsync(17, 0, "new".Bytes()));
+        Assert.Contains("RetireProducerAsync", full.Message, StringComparison.Ordinal);
+
+        Assert.True(await darq.RetireProducerAsync(3));
+
+        Assert.Equal(15, await darq.ProducerCountAsync());
+        Assert.Null(await darq.ProducerSequenceAsync(3));
+        Assert.Equal(5, await darq.ProducerSequenceAsync(4));
+        Assert.False((await darq.EnqueueAsync(17, 0, "new".Bytes())).IsDuplicate);
+        Assert.Equal(16, await darq.ProducerCountAsync());
+        Assert.Equal(17, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    public async Task Retire_UnknownProducer_ReturnsFalseAndChangesNothing()
+    {
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        await darq.EnqueueAsync(1, 0, "m".Bytes());
+        long tail = darq.TailAddress;
+
+        Assert.False(await darq.RetireProducerAsync(2));
+
+        Assert.Equal(1, await darq.ProducerCountAsync());
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.True((await darq.EnqueueAsync(1, 0, "m".Bytes())).IsDuplicate);
+    }
+
+    [Fact]
+    public async Task Retire_ThenTheSameProducer_IsANewProducer()
+    {
+        // The documented cost: after retirement, even an old sequence number is taken again.
+        await using var darq = await new DarqTestStorage().OpenAsync(o => o.ContiguousProducerSequences = true);
+        await darq.EnqueueAsync(7, 0, "a".Bytes());
+        await darq.EnqueueAsync(7, 1, "b".Bytes());
+        Assert.True(await darq.RetireProducerAsync(7));
+
+        var gap = await Assert.ThrowsAsync<DarqSequenceGapException>(async () => await darq.EnqueueAsync(7, 2, "c".Bytes()));
+        Assert.Equal(0, gap.ExpectedSequenceNumber);
+        Assert.False((await darq.EnqueueAsync(7, 0, "a again".Bytes())).IsDuplicate);
+        Assert.Equal(3, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Retire_ThenCrash_ReopenedTableLacksTheProducer()
+    {
+        var storage = new DarqTestStorage();
+        long tail;
+        await using (var darq = await storage.OpenAsync())
+        {
+            await darq.EnqueueAsync(1, 4, "a".Bytes());
+            await darq.EnqueueAsync(2, 9, "b".Bytes());
+            await darq.CommitAsync();
+            tail = darq.TailAddress;
+
+            // Returns once a commit without the producer is durable (these tests have no group commit): nothing was appended.
+            Assert.True(await darq.RetireProducerAsync(1));
+            Assert.Equal(tail, darq.TailAddress);
+            storage.CrashNow();
+        }
+
+        await using var reopened = await storage.OpenAsync();
+        Assert.Null(await reopened.ProducerSequenceAsync(1));
+        Assert.Equal(9, await reopened.ProducerSequenceAsync(2));
+        Assert.Equal(tail, reopened.TailAddress);
+        Assert.Equal(2, reopened.UnconsumedCount);
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Retire_GeneralRolledBack_ProducerComesBack()
+    {
+        using var guard = new CancellationTokenSource(HangGuard);
+        var coordinator = new ClusterCoordinator();
+        var aStorage = new DarqTestStorage();
+        await using var b = await new DarqTestStorage().OpenAsync(DarqGeneralSpeculationTests.General("b", 2, coordinator));
+        await b.EnqueueAsync(9, 1, "m1".Bytes(), guard.Token);
+        await b.DseStateObject!.AdvanceVersionAsync(guard.Token);
+        await b.DseStateObject.WaitForCommitAsync(1, 0, guard.Token);
+
+        await using (var a = await aStorage.OpenAsync(DarqGeneralSpeculationTests.General("a", 1, coordinator)))
+        {
+            // B's next version depends on A's state that never persists, and retires producer 9.
+            await a.EnqueueAsync("x".Bytes(), guard.Token);
+            await a.DseStateObject!.StartLocalActionAsync(guard.Token);
+            var fromA = a.DseStateObject.EndAction();
+            await b.ReceiveSpeculativeAsync(new DarqDelivery("a", 1, "b", "from-a".Bytes()) { DseHeader = fromA.ToArray() }, guard.Token);
+            Assert.True(await b.RetireProducerAsync(9, guard.Token));
+            Assert.Null(await b.ProducerSequenceAsync(9, guard.Token));
+            await b.DseStateObject.AdvanceVersionAsync(guard.Token);
+            aStorage.CrashNow();
+        }
+
+        await using var a2 = await aStorage.OpenAsync(DarqGeneralSpeculationTests.General("a", 1, coordinator));
+        await b.DseStateObject.RefreshAsync(guard.Token);
+
+        Assert.Equal(1, b.DseStateObject.WorldLine);
+        Assert.Equal(1, await b.ProducerSequenceAsync(9, guard.Token));
+        Assert.True((await b.EnqueueAsync(9, 1, "m1".Bytes(), guard.Token)).IsDuplicate);
+    }
+
+    [Fact]
+    public async Task Retire_ClosedDarq_ThrowsObjectDisposed()
+    {
+        var darq = await new DarqTestStorage().OpenAsync();
+        await darq.DisposeAsync();
+
+        await Assert.ThrowsAsync<ObjectDisposedException>(async () => await darq.RetireProducerAsync(1));
+    }
+}
