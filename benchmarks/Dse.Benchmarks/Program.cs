@@ -44,6 +44,12 @@ internal static class Program
             return 0;
         }
 
+        if (args[0] == Scenarios.CommitPoolScenario.ChildCommand)
+        {
+            // One phase of commit-pool, in a process of its own (started by that scenario).
+            return await Scenarios.CommitPoolScenario.RunChildAsync(args[1..]).ConfigureAwait(false);
+        }
+
         var scenario = ScenarioRegistry.Find(args[0]);
         if (scenario is null)
         {

@@ -17,6 +17,7 @@ public static class ScenarioRegistry
         new DarqReflectScenario(),
         new InterceptorScenario(),
         new TwoPhaseCommitScenario(),
+        new CommitPoolScenario(),
     ];
 
     /// <summary>Finds a scenario by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>

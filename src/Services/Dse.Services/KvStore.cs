@@ -10,7 +10,7 @@ namespace Dse.Services;
 internal sealed class KvStore : IDisposable, IStateMachineCallback
 {
     private readonly IDevice _device;
-    private readonly DeviceLogCommitCheckpointManager _checkpoints;
+    private readonly PoolSafeCommitManager _checkpoints;
 
     // The FASTER version a checkpoint started from, and the signal that it has moved past it (or null).
     private long _watchedVersion = long.MaxValue;
@@ -21,8 +21,9 @@ internal sealed class KvStore : IDisposable, IStateMachineCallback
         string hlog = Path.Combine(options.Directory!, "hlog");
         Directory.CreateDirectory(hlog);
         _device = DseDevices.CreateLocalFile(Path.Combine(hlog, "hlog.log"), new LocalFileDeviceOptions { RecoverDevice = true });
-        _checkpoints = new DeviceLogCommitCheckpointManager(
-            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.Combine(Path.GetFullPath(options.Directory!), "checkpoints")), removeOutdated: false);
+        // FASTER's own manager blocks the checkpointing thread (often a pool thread) on its writes: wrapped, the pool makes up for it.
+        _checkpoints = new PoolSafeCommitManager(new DeviceLogCommitCheckpointManager(
+            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.Combine(Path.GetFullPath(options.Directory!), "checkpoints")), removeOutdated: false));
         Faster = new FasterKV<SpanByte, SpanByte>(
             options.IndexBuckets,
             new LogSettings

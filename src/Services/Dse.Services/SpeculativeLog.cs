@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Runtime.InteropServices;
+using Dse.Storage;
 using FASTER.core;
 
 namespace Dse.Services;
@@ -54,8 +55,9 @@ public sealed partial class SpeculativeLog : StateObject
         ArgumentNullException.ThrowIfNull(logOptions);
         logOptions.Validate();
         _logOptions = logOptions;
-        _commitManager = logOptions.CommitManager ?? new DeviceLogCommitCheckpointManager(
-            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.GetFullPath(logOptions.CommitDirectory!)));
+        // FASTER's own manager blocks the committing thread (often a pool thread) on its write: wrapped, the pool makes up for it.
+        _commitManager = logOptions.CommitManager ?? new PoolSafeCommitManager(new DeviceLogCommitCheckpointManager(
+            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.GetFullPath(logOptions.CommitDirectory!))));
         var settings = new FasterLogSettings
         {
             LogDevice = logOptions.LogDevice,
