@@ -54,7 +54,7 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
     /// <summary>The chaos actions taken, and the source's resends after a rollback, in order.</summary>
     public List<string> Events { get; } = [];
 
-    /// <summary>Search events the source sent again because a rollback voided them (general speculation only).</summary>
+    /// <summary>Search events the source sent again because a crash lost them or a rollback voided them.</summary>
     public int Resent { get; private set; }
 
     /// <summary>The alert stage's state; once <see cref="RunAsync"/> returned, all of it is recoverable.</summary>
@@ -214,8 +214,9 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
     /// <summary>
     /// A crash of one DARQ's process, then a restart on its files. Nothing may be acknowledged after a crash: the
     /// processor stops, under general speculation the DARQ's StateObject stops (so the coordinator never hears of a
-    /// version persisted after this point), then the log device silently loses every later write and the commit device
-    /// fails every later write (so no commit after this point succeeds). What the DARQ had not committed (or, under
+    /// version persisted after this point), then the commit device fails every later write (so no commit after this point
+    /// succeeds) and only then the log device silently loses every later write (the other order would let a commit record
+    /// land for log pages the cut lost). What the DARQ had not committed (or, under
     /// general speculation, not persisted) is lost; it is then closed and opened again from what its files hold.
     /// </summary>
     private async Task CrashAsync(string name)
@@ -229,8 +230,8 @@ public sealed class SearchTrendPipeline : IAsyncDisposable
         }
 
         var (log, commit) = _devices[name];
-        log.CutNow();
         commit.FailPermanently();
+        log.CutNow();
         await ReopenAsync(name);
     }
 

@@ -333,8 +333,8 @@ public sealed class RemoteProcessorTests
         var step = await processor.StepAsync(new DarqStep().AddSelf("state-1".Bytes()));
 
         // The DARQ crashes before the step is committed, and comes back (same name, same server) without it.
+        commitFaults.CutNow();   // the commit device first: no commit record may point at log pages the cut lost
         logFaults.CutNow();
-        commitFaults.CutNow();
         await darq.DisposeAsync();
         await using var reopened = await storage.OpenAsync();
         server.Registry.Add(reopened);

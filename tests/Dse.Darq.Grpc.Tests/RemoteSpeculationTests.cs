@@ -346,8 +346,8 @@ public sealed class RemoteSpeculationTests
         var darq = await Darq.OpenAsync(options);
         return (darq, () =>
         {
+            commits.CutNow();   // the commit device first: no commit record may point at log pages the cut lost
             log.CutNow();
-            commits.CutNow();
         });
     }
 }

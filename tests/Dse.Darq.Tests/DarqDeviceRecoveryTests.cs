@@ -283,8 +283,8 @@ public abstract class DarqDeviceRecoveryTests : IAsyncLifetime
 
         public async Task CrashAsync()
         {
+            commit.CutNow();   // the commit device first: no commit record may point at log pages the cut lost
             log.CutNow();
-            commit.CutNow();
             owner._dropped.Add(Darq);
 
             // What the dead process's kernel would do: its local file locks go (page blob leases stay, to be broken).

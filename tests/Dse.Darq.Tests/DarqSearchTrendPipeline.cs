@@ -470,11 +470,12 @@ internal sealed class DarqSearchTrendPipeline
                         abandoned.Abandon();
 
                         // Nothing is acknowledged after a real crash: the StateObject stops first (on healthy devices, so
-                        // a restore it is applying completes), then the log loses its tail and no commit (no version
-                        // persist still in flight) succeeds, so the coordinator never hears of a version the cut lost.
+                        // a restore it is applying completes), then no commit (no version persist still in flight)
+                        // succeeds and the log loses its tail, in that order, so the coordinator never hears of a version
+                        // the cut lost and no commit record points at lost pages.
                         await stage.Darq!.DseStateObject!.DisposeAsync().AsTask().WaitAsync(cancellationToken);
-                        stage.Storage.LogFaults!.CutNow();
                         stage.Storage.CommitFaults!.FailPermanently();
+                        stage.Storage.LogFaults!.CutNow();
                     }
                     else
                     {

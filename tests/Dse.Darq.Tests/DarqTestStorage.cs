@@ -58,8 +58,10 @@ internal sealed class DarqTestStorage
     /// <summary>A crash: from now on nothing either device is asked to write reaches storage.</summary>
     public void CrashNow()
     {
-        LogFaults!.CutNow();
+        // The commit device first: cut the other way round, a commit record written in between would point at log pages
+        // the cut already lost.
         CommitFaults!.CutNow();
+        LogFaults!.CutNow();
     }
 
     /// <summary>Flips one byte of the log at a log address.</summary>

@@ -53,7 +53,7 @@ public sealed class PoolSafeCommitManagerTests
                 log.Enqueue(entry);
             }
 
-            // Committed from pool threads, as a service's group commit does.
+            // Committed from a pool thread, as a service's group commit does (FASTER may call the manager on another).
             await Task.Run(async () => await log.CommitAsync()).WaitAsync(Timeout);
         }
 
@@ -91,6 +91,22 @@ public sealed class PoolSafeCommitManagerTests
     }
 
     [Fact]
+    public async Task Commit_InnerThrowsOnTheWriterThread_CallerGetsTheSameException()
+    {
+        using var directory = new TempDirectory();
+        using var manager = new PoolSafeCommitManager(new DeviceLogCommitCheckpointManager(new NoDevices(), new DefaultCheckpointNamingScheme(directory.Path)));
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => Task.Run(() => manager.Commit(0, 64, [1], 1, forceWriteMetadata: true)));
+
+        Assert.Equal(NoDevices.Message, error.Message);
+        Assert.Equal(1, manager.OffloadedCalls);
+
+        // The writer thread survived the failure: the next call is served (and fails the same way).
+        await Assert.ThrowsAsync<InvalidOperationException>(() => Task.Run(() => manager.Commit(0, 64, [1], 2, forceWriteMetadata: true)));
+        Assert.Equal(2, manager.OffloadedCalls);
+    }
+
+    [Fact]
     public void Constructor_NullInner_Throws() =>
         Assert.Throws<ArgumentNullException>(() => new PoolSafeCommitManager(null!));
 
@@ -102,4 +118,22 @@ public sealed class PoolSafeCommitManagerTests
         LogCommitManager = manager,
         AutoCommit = false,
     };
+
+    /// <summary>A device factory that cannot create devices, so every commit of the inner manager throws.</summary>
+    private sealed class NoDevices : INamedDeviceFactory
+    {
+        public const string Message = "no devices here";
+
+        public void Initialize(string baseName)
+        {
+        }
+
+        public IDevice Get(FileDescriptor fileInfo) => throw new InvalidOperationException(Message);
+
+        public IEnumerable<FileDescriptor> ListContents(string path) => [];
+
+        public void Delete(FileDescriptor fileInfo)
+        {
+        }
+    }
 }

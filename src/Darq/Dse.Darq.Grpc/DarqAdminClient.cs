@@ -108,7 +108,8 @@ public sealed class DarqAdminClient
 
     /// <summary>
     /// Removes a producer that will never send again from the DARQ's deduplication table (<see cref="Darq.RetireProducerAsync"/>),
-    /// freeing its slot. Returns once that is durable at the DARQ (under general speculation: part of its current version).
+    /// freeing its slot. Returns once that can no longer be lost (durable at the DARQ; under general speculation, once the
+    /// coordinator committed the version that removed it).
     /// A message the producer sends afterwards is taken as new, a resend of an old one included.
     /// </summary>
     /// <param name="producerId">The producer id (a source DARQ's is <see cref="Darq.SourceProducerId"/>).</param>

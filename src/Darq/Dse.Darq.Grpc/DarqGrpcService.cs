@@ -467,18 +467,27 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
         var darq = Resolve(method, request.Darq);
         bool retired;
-        int count;
         try
         {
             retired = await darq.RetireProducerAsync(request.ProducerId, context.CancellationToken).ConfigureAwait(false);
-            count = await darq.ProducerCountAsync(context.CancellationToken).ConfigureAwait(false);
         }
         catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
         {
             throw Refuse(method, status);
         }
 
+        // Logged before anything else can fail: the retirement stands whatever the reply does.
         DarqGrpcLog.OperatorRetiredProducer(_logger, darq.Name, request.ProducerId, retired, context.Peer);
+        int count;
+        try
+        {
+            count = await darq.ProducerCountAsync(CancellationToken.None).ConfigureAwait(false);
+        }
+        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
+        {
+            throw Refuse(method, status);
+        }
+
         return new RetireProducerReply { Retired = retired, ProducerCount = count };
     }
 

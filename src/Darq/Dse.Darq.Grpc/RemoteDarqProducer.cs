@@ -149,8 +149,10 @@ public sealed class RemoteDarqProducer
                     .ConfigureAwait(false);
                 return new DarqEnqueueResult(reply.Lsn, reply.Duplicate, reply.DurableAt);
             }
-            catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is DarqSequenceGapException gap)
+            catch (RpcException e) when (DarqRpcErrors.ToDarqException(e) is DarqSequenceGapException gap
+                && gap.ProducerId == ProducerId && gap.SequenceNumber == sequenceNumber && gap.ExpectedSequenceNumber >= 0 && gap.ExpectedSequenceNumber < sequenceNumber)
             {
+                // (A status whose trailers do not fit this request is passed on as the RpcException it is.)
                 // Nothing was appended, and the DARQ holds no number from the expected one on: continue from there.
                 Interlocked.Exchange(ref _nextSequenceNumber, gap.ExpectedSequenceNumber);
                 throw gap;

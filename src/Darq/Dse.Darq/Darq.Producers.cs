@@ -44,10 +44,10 @@ public sealed partial class Darq
 
     /// <summary>
     /// Removes a producer that will never send again from the deduplication table, which frees its slot
-    /// (<see cref="DarqOptions.MaxProducers"/>) and its 16 bytes in every commit record. Without <see cref="DarqOptions.Speculation"/>
-    /// <see cref="DarqSpeculationMode.General"/> it returns once a commit without the producer is durable; under general
-    /// speculation the removal is part of the current version, rolled back with it (the producer comes back) and recoverable
-    /// once the coordinator commits that version.
+    /// (<see cref="DarqOptions.MaxProducers"/>) and its 16 bytes in every commit record, and returns once the removal
+    /// can no longer be lost: without <see cref="DarqSpeculationMode.General"/> speculation, once a commit whose table
+    /// lacks the producer is durable; under general speculation, once the coordinator committed the version that removed
+    /// it (a rollback before that brings the producer back and throws <see cref="DseRolledBackException"/>).
     /// </summary>
     /// <param name="producerId">The producer id (a source DARQ's is <see cref="SourceProducerId"/>, for a DARQ taken out of service).</param>
     /// <param name="cancellationToken">Cancels waiting for room under backpressure or for the gate (nothing changes then), or for the commit (the removal stands).</param>
@@ -55,58 +55,103 @@ public sealed partial class Darq
     /// <remarks>
     /// A retired producer that sends again is a new producer: every sequence number is taken again (with
     /// <see cref="DarqOptions.ContiguousProducerSequences"/>, from 0), so a resend of a message it sent before the
-    /// retirement is appended a second time. Retire a producer only once nothing of it can still be in flight or resent.
-    /// If the DARQ crashes before the commit that carries the removal, the producer is in the table again after the
-    /// restart, which is safe; retire it again.
+    /// retirement is appended a second time. Retire a producer only once nothing of it can still be in flight or resent,
+    /// and let it send again only after this returned.
     /// </remarks>
+    /// <exception cref="IOException">The commit that carries the removal failed (the removal may still become durable with a later commit).</exception>
+    /// <exception cref="DseRolledBackException">General speculation: a rollback voided the removal before it became recoverable.</exception>
     public async ValueTask<bool> RetireProducerAsync(long producerId, CancellationToken cancellationToken = default)
     {
-        bool retired;
         if (_dse is null)
         {
-            retired = await RetireCoreAsync(producerId, cancellationToken).ConfigureAwait(false);
-            if (retired)
-            {
-                await CommitCoreAsync(cancellationToken).ConfigureAwait(false);
-            }
-
-            return retired;
+            return await RetireAndCommitAsync(producerId, cancellationToken).ConfigureAwait(false);
         }
 
         // A local action, as an enqueue's: a rollback that voids it restores the producer's entry.
-        (retired, _) = await InActionAsync(default, token => RetireCoreAsync(producerId, token), cancellationToken).ConfigureAwait(false);
+        var (retired, header) = await InActionAsync(default, token => RetireCoreAsync(producerId, token), cancellationToken).ConfigureAwait(false);
+        if (retired)
+        {
+            await _dse.WaitForCommitAsync(header.Origin.Version, header.WorldLine, cancellationToken).ConfigureAwait(false);
+        }
+
         return retired;
     }
 
-    /// <summary>Removes the producer's entry under the gate; the next commit carries the table without it.</summary>
-    private async ValueTask<bool> RetireCoreAsync(long producerId, CancellationToken cancellationToken)
+    /// <summary>
+    /// Without general speculation: removes the producer and issues, under the same hold of the gate, a commit whose cookie
+    /// lacks it, then waits for that very commit. Not <see cref="CommitCoreAsync"/>: nothing was appended, so when a group
+    /// commit already carried the new table its "nothing changed" path would return while that commit is still in flight.
+    /// </summary>
+    private async ValueTask<bool> RetireAndCommitAsync(long producerId, CancellationToken cancellationToken)
     {
+        ValueTask<(bool Success, long Tail, long CommitNum)> pending;
+        long tail;
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            ThrowIfDisposed();
-            if (!_producers.TryGetValue(producerId, out long seen))
+            if (!RetireUnderGate(producerId))
             {
                 return false;
             }
 
-            if (_dse is not null)
-            {
-                EnsureUndoRoom(producerId);
-                NoteProducerChange(producerId, seen);
-            }
-
-            _producers.Remove(producerId);
-
-            // Nothing was appended: the next commit must still carry the new table.
-            _lastCommitTail = -1;
-            DarqInstrumentation.ProducersRetired.Add(1, _tag);
-            DarqLog.ProducerRetired(_logger, Name, producerId, seen, _producers.Count);
-            return true;
+            tail = _log.TailAddress;
+            pending = _log.CommitStronglyAsync(SerializeCookie(), -1, CancellationToken.None);
+            _lastCommitTail = tail;
+            _lastCommitBegin = _log.BeginAddress;
         }
         finally
         {
             _gate.Release();
         }
+
+        await UntilCommitFailureAsync(CheckedAsync(pending, Name, producerId)).ConfigureAwait(false);
+        await WaitForCommitAsync(tail, cancellationToken).ConfigureAwait(false);
+        return true;
+
+        static async ValueTask CheckedAsync(ValueTask<(bool Success, long Tail, long CommitNum)> commit, string name, long producerId)
+        {
+            if (!(await commit.ConfigureAwait(false)).Success)
+            {
+                throw new IOException($"DARQ '{name}': FasterLog refused the commit that retires producer {producerId}.");
+            }
+        }
+    }
+
+    /// <summary>General speculation: removes the producer's entry inside the caller's action; the version's persist carries the table.</summary>
+    private async ValueTask<bool> RetireCoreAsync(long producerId, CancellationToken cancellationToken)
+    {
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            return RetireUnderGate(producerId);
+        }
+        finally
+        {
+            _gate.Release();
+        }
+    }
+
+    /// <summary>Removes the producer's entry (recording its undo value under general speculation); under the gate.</summary>
+    private bool RetireUnderGate(long producerId)
+    {
+        ThrowIfDisposed();
+        if (!_producers.TryGetValue(producerId, out long seen))
+        {
+            return false;
+        }
+
+        if (_dse is not null)
+        {
+            EnsureUndoRoom(producerId);
+            NoteProducerChange(producerId, seen);
+        }
+
+        _producers.Remove(producerId);
+
+        // Nothing was appended: a commit that would find the tail unchanged must still carry the new table.
+        _lastCommitTail = -1;
+        DarqInstrumentation.ProducersRetired.Add(1, _tag);
+        DarqLog.ProducerRetired(_logger, Name, producerId, seen, _producers.Count);
+        return true;
     }
 }

@@ -16,9 +16,11 @@ namespace Dse.Storage;
 /// </summary>
 /// <remarks>
 /// Every member of <see cref="ILogCommitManager"/> and <see cref="ICheckpointManager"/> is forwarded; the ones that read
-/// or write the commit device (commits, removals, commit lists and metadata) move off the pool. FasterLog calls one log's commits one at a time, so one thread per
-/// manager, started at the first such call, serves them in order. Disposing stops that thread and disposes the inner
-/// manager.
+/// or write the commit device (commits, removals, commit lists and metadata, recovery's cleanup) move off the pool, and
+/// run one at a time whichever thread they come from (the inner manager waits for all its I/O on one semaphore, so two at
+/// once could wake each other's caller early). One thread per manager, started at the first call from a pool thread,
+/// serves the pool's calls in order. Disposing stops that thread and disposes the inner manager; if a call is still
+/// stuck in a device operation after <see cref="DisposeTimeout"/>, both are left behind rather than disposed under it.
 /// </remarks>
 public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManager
 {
@@ -27,6 +29,9 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
     // Work handed to the writer thread; completed (no more adds) on Dispose.
     private readonly BlockingCollection<WorkItem> _work = [];
     private readonly Lock _start = new();
+
+    // Held while a call runs on the inner manager, on the writer thread or inline: one at a time.
+    private readonly Lock _serial = new();
     private Thread? _writer;
     private int _disposed;
     private long _offloaded;
@@ -38,6 +43,9 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
         ArgumentNullException.ThrowIfNull(inner);
         _inner = inner;
     }
+
+    /// <summary>How long <see cref="Dispose"/> waits for the writer thread to finish the calls handed to it. 30 seconds.</summary>
+    public static TimeSpan DisposeTimeout { get; } = TimeSpan.FromSeconds(30);
 
     /// <summary>The number of calls that ran on the writer thread because they came from a pool thread (for tests and diagnostics).</summary>
     public long OffloadedCalls => Interlocked.Read(ref _offloaded);
@@ -59,7 +67,7 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
     public byte[] GetCommitMetadata(long commitNum) => Run(() => _inner.GetCommitMetadata(commitNum));
 
     /// <inheritdoc />
-    public void OnRecovery(long commitNum) => _inner.OnRecovery(commitNum);
+    public void OnRecovery(long commitNum) => Run(() => _inner.OnRecovery(commitNum));
 
     /// <inheritdoc />
     public void InitializeIndexCheckpoint(Guid indexToken) => _inner.InitializeIndexCheckpoint(indexToken);
@@ -112,7 +120,7 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
     public void PurgeAll() => Run(_inner.PurgeAll);
 
     /// <inheritdoc />
-    public void OnRecovery(Guid indexToken, Guid logToken) => _inner.OnRecovery(indexToken, logToken);
+    public void OnRecovery(Guid indexToken, Guid logToken) => Run(() => _inner.OnRecovery(indexToken, logToken));
 
     /// <summary>Stops the writer thread (after the calls handed to it) and disposes the inner manager.</summary>
     public void Dispose()
@@ -129,7 +137,13 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
             writer = _writer;
         }
 
-        writer?.Join();
+        if (writer is not null && !writer.Join(DisposeTimeout))
+        {
+            // A call is stuck in a device operation that never completes: disposing the manager under it could corrupt
+            // what it writes. Leave both to the process's end.
+            return;
+        }
+
         _work.Dispose();
         _inner.Dispose();
     }
@@ -150,17 +164,17 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
     {
         if (!Thread.CurrentThread.IsThreadPoolThread || Volatile.Read(ref _disposed) != 0)
         {
-            action();
+            RunSerially(action);
             return;
         }
 
         var item = new WorkItem(action);
         lock (_start)
         {
-            if (_work.IsAddingCompleted)
+            // Checked under the lock Dispose completes the queue under: once disposed, the queue is not touched again.
+            if (Volatile.Read(ref _disposed) != 0)
             {
-                // Disposed meanwhile: nobody drains the queue any more.
-                action();
+                RunSerially(action);
                 return;
             }
 
@@ -191,7 +205,7 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
         {
             try
             {
-                item.Action();
+                RunSerially(item.Action);
                 item.Done.SetResult();
             }
 #pragma warning disable CA1031 // Not swallowed: the caller waiting for the item rethrows it.
@@ -200,6 +214,14 @@ public sealed class PoolSafeCommitManager : ILogCommitManager, ICheckpointManage
             {
                 item.Done.SetException(e);
             }
+        }
+    }
+
+    private void RunSerially(Action action)
+    {
+        lock (_serial)
+        {
+            action();
         }
     }
 
