@@ -9,8 +9,8 @@ namespace Dse.Storage;
 /// the .NET thread pool. FASTER calls a commit manager synchronously, often on a thread-pool thread (a page flush's
 /// completion), and that manager blocks the thread on a semaphore until its write completes; the write's completion in
 /// turn needs a pool thread. With a few logs committing at once every pool thread can be blocked that way, and the pool
-/// grows by about one thread a second: on a 2-core machine sixteen FasterLogs managed one commit every few seconds
-/// between them (benchmark <c>commit-pool</c>). This wrapper runs the writes of a call made on a pool thread on its own
+/// grows by about one thread a second: on a 2-core machine sixteen FasterLogs managed about one commit a second between
+/// them (benchmark <c>commit-pool</c>). This wrapper runs the writes of a call made on a pool thread on its own
 /// thread and waits for them in a way the pool sees as blocking (<see cref="Task.Wait()"/>), so the pool adds a thread
 /// at once instead of stalling; a call on any other thread runs inline.
 /// </summary>
