@@ -957,7 +957,7 @@ public sealed partial class Darq : IAsyncDisposable
     /// An unconsumed IN or SELF message: its kind, the start of the step that appended it (an IN message is a step of
     /// its own) and its payload (none for a spilled IN message, read back from the log when the processor gets to it).
     /// </summary>
-    private sealed record PendingMessage(DarqMessageKind Kind, StepStart Step, ReadOnlyMemory<byte> Payload, int SpilledLength = -1)
+    private readonly record struct PendingMessage(DarqMessageKind Kind, StepStart Step, ReadOnlyMemory<byte> Payload, int SpilledLength = -1)
     {
         /// <summary>Whether the payload is in the log only (an IN message beyond <see cref="DarqOptions.MaxBufferedInBytes"/>); <see cref="SpilledLength"/> is its length then.</summary>
         public bool IsSpilled => SpilledLength >= 0;
