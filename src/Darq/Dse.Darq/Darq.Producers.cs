@@ -84,8 +84,7 @@ public sealed partial class Darq
     /// </summary>
     private async ValueTask<bool> RetireAndCommitAsync(long producerId, CancellationToken cancellationToken)
     {
-        ValueTask<(bool Success, long Tail, long CommitNum)> pending;
-        long tail;
+        IssuedCommit commit;
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
@@ -94,27 +93,15 @@ public sealed partial class Darq
                 return false;
             }
 
-            tail = _log.TailAddress;
-            pending = _log.CommitStronglyAsync(SerializeCookie(), -1, CancellationToken.None);
-            _lastCommitTail = tail;
-            _lastCommitBegin = _log.BeginAddress;
+            commit = IssueCommitUnderGate();
         }
         finally
         {
             _gate.Release();
         }
 
-        await UntilCommitFailureAsync(CheckedAsync(pending, Name, producerId)).ConfigureAwait(false);
-        await WaitForCommitAsync(tail, cancellationToken).ConfigureAwait(false);
+        await AwaitIssuedCommitAsync(commit, $"that retires producer {producerId}", cancellationToken).ConfigureAwait(false);
         return true;
-
-        static async ValueTask CheckedAsync(ValueTask<(bool Success, long Tail, long CommitNum)> commit, string name, long producerId)
-        {
-            if (!(await commit.ConfigureAwait(false)).Success)
-            {
-                throw new IOException($"DARQ '{name}': FasterLog refused the commit that retires producer {producerId}.");
-            }
-        }
     }
 
     /// <summary>General speculation: removes the producer's entry inside the caller's action; the version's persist carries the table.</summary>

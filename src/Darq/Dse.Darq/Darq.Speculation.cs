@@ -564,34 +564,53 @@ public sealed partial class Darq
     /// </summary>
     private async Task CommitVersionAsync(long version)
     {
-        ValueTask<(bool Success, long Tail, long CommitNum)> pending;
-        long tail;
+        IssuedCommit commit;
         await _gate.WaitAsync(CancellationToken.None).ConfigureAwait(false);
         try
         {
             ThrowIfDisposed();
-            tail = _log.TailAddress;
-            pending = _log.CommitStronglyAsync(SerializeCookie(), -1, CancellationToken.None);
-            _lastCommitTail = tail;
-            _lastCommitBegin = _log.BeginAddress;
+            commit = IssueCommitUnderGate();
         }
         finally
         {
             _gate.Release();
         }
 
-        await UntilCommitFailureAsync(CheckedAsync(pending, Name, version)).ConfigureAwait(false);
-        await WaitForCommitAsync(tail, CancellationToken.None).ConfigureAwait(false);
+        await AwaitIssuedCommitAsync(commit, $"of version {version}", CancellationToken.None).ConfigureAwait(false);
         SignalDelivery();
+    }
 
-        static async ValueTask CheckedAsync(ValueTask<(bool Success, long Tail, long CommitNum)> commit, string name, long version)
+    /// <summary>
+    /// Under the gate: issues a commit whose cookie is the state as it is now, even when the tail has not moved since the
+    /// last commit (a new version record, a retired producer), and returns it with the tail it covers.
+    /// </summary>
+    private IssuedCommit IssueCommitUnderGate()
+    {
+        long tail = _log.TailAddress;
+        var pending = _log.CommitStronglyAsync(SerializeCookie(), -1, CancellationToken.None);
+        _lastCommitTail = tail;
+        _lastCommitBegin = _log.BeginAddress;
+        return new IssuedCommit(pending, tail);
+    }
+
+    /// <summary>Waits for that very commit (<paramref name="what"/> names it in the error), then for the log to be durable up to its tail.</summary>
+    /// <exception cref="IOException">FasterLog refused the commit, or commit-record writes keep failing.</exception>
+    private async ValueTask AwaitIssuedCommitAsync(IssuedCommit commit, string what, CancellationToken cancellationToken)
+    {
+        await UntilCommitFailureAsync(CheckedAsync(commit.Pending, Name, what)).ConfigureAwait(false);
+        await WaitForCommitAsync(commit.Tail, cancellationToken).ConfigureAwait(false);
+
+        static async ValueTask CheckedAsync(ValueTask<(bool Success, long Tail, long CommitNum)> pending, string name, string what)
         {
-            if (!(await commit.ConfigureAwait(false)).Success)
+            if (!(await pending.ConfigureAwait(false)).Success)
             {
-                throw new IOException($"DARQ '{name}': FasterLog refused the commit of version {version}.");
+                throw new IOException($"DARQ '{name}': FasterLog refused the commit {what}.");
             }
         }
     }
+
+    /// <summary>A commit issued under the gate, and the log tail it covers.</summary>
+    private readonly record struct IssuedCommit(ValueTask<(bool Success, long Tail, long CommitNum)> Pending, long Tail);
 
     /// <summary>ListVersions: the durable, unpruned version records.</summary>
     internal async ValueTask<IReadOnlyList<PersistedVersion>> ListPersistedVersionsAsync(CancellationToken cancellationToken)
