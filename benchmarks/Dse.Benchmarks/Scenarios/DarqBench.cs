@@ -117,10 +117,25 @@ internal sealed class DarqBench : IDisposable
                 // The loop ends by cancellation.
             }
 
-            Log.Dispose();
-            _device.Dispose();
+            // Off this thread and bounded, as a DARQ closes its storage: FASTER's local-file device waits in Dispose for
+            // every file handle it lent out, and in one full darq-step run (stop 16) one never came back, which hung the
+            // whole run between two phases.
+            var closing = Task.Run(() =>
+            {
+                Log.Dispose();
+                _device.Dispose();
+            });
+            if (await Task.WhenAny(closing, Task.Delay(CloseTimeout)) != closing)
+            {
+                await Console.Error.WriteLineAsync(
+                    $"warning: a raw FasterLog's device did not close within {CloseTimeout.TotalSeconds:F0} s (FASTER's local-file device waiting for a file handle); it is left open.");
+            }
+
             _stop.Dispose();
         }
+
+        /// <summary>How long <see cref="DisposeAsync"/> waits for the log and its device to close.</summary>
+        private static readonly TimeSpan CloseTimeout = TimeSpan.FromSeconds(30);
 
         /// <summary>
         /// When set, each background commit first truncates the log until this address (what the consumer has

@@ -124,6 +124,7 @@ public sealed partial class Darq
 
             // Appended: apply the checkpoint to the in-memory state; nothing below can fail.
             var start = new StepStart(addresses[0], _nextSequence);
+            NoteStepStart(start);
             var selfLsns = new long[payloads.Count];
             for (int i = 0; i < selfLsns.Length; i++)
             {

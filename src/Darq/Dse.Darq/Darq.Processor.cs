@@ -234,6 +234,7 @@ public sealed partial class Darq
         int outCount = destinationEnd - destinationStart;
         int selfCount = entryEnd - entryStart - 1 - outCount;
         var start = new StepStart(address, _nextSequence);
+        NoteStepStart(start);
 
         // FasterLog reports only the first address of a batch: the others follow at aligned sizes.
         var selfLsns = selfCount == 0 ? [] : new long[selfCount];

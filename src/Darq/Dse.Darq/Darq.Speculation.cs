@@ -700,6 +700,7 @@ public sealed partial class Darq
                 waitFor = _log.TailAddress;
                 _nextSequence = sequence + 1;
                 _voided.Add((from, marker));
+                ForgetTruncationMarksFrom(from);
                 _versions.RemoveAll(v => v.Version > version);
                 if (kept is null)
                 {

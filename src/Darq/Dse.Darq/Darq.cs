@@ -351,13 +351,15 @@ public sealed partial class Darq : IAsyncDisposable
     /// <summary>
     /// Truncates the completed prefix of the log (everything before the step holding the oldest unconsumed IN or SELF
     /// message or unacknowledged OUT message; steps are kept whole) and commits, so that the truncation is durable.
+    /// Unlike the commit loop's truncation (<see cref="DarqOptions.AutoTruncate"/>), it also cuts what log memory still
+    /// holds.
     /// </summary>
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <returns>The new begin address.</returns>
     public async ValueTask<long> TruncateAsync(CancellationToken cancellationToken = default)
     {
         ThrowIfDisposed();
-        long begin = await TruncateCoreAsync(cancellationToken).ConfigureAwait(false);
+        long begin = await TruncateCoreAsync(background: false, cancellationToken).ConfigureAwait(false);
         await CommitCoreAsync(cancellationToken).ConfigureAwait(false);
         return begin;
     }
@@ -611,6 +613,7 @@ public sealed partial class Darq : IAsyncDisposable
     {
         var payload = entry.AsMemory(DarqEntryFormat.HeaderSize + 16);
         var start = new StepStart(lsn, _nextSequence);
+        NoteStepStart(start);
         var message = MayBufferIn(payload.Length) ? new PendingMessage(DarqMessageKind.In, start, payload) : SpilledIn(start, payload.Length);
         _nextSequence++;
         if (dedup)
@@ -864,7 +867,11 @@ public sealed partial class Darq : IAsyncDisposable
         Versions = _versions,
     };
 
-    private async ValueTask<long> TruncateCoreAsync(CancellationToken cancellationToken)
+    /// <summary>
+    /// Truncates the completed prefix; <paramref name="background"/> (the commit loop): only as far as log memory no
+    /// longer holds it (see Darq.Truncation.cs).
+    /// </summary>
+    private async ValueTask<long> TruncateCoreAsync(bool background, CancellationToken cancellationToken)
     {
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
@@ -893,12 +900,23 @@ public sealed partial class Darq : IAsyncDisposable
             }
 
             start = LimitTruncation(start);
+            if (background)
+            {
+                if (BackgroundTruncationPoint(start) is not { } point)
+                {
+                    return _log.BeginAddress;
+                }
+
+                start = point;
+            }
+
             long until = start.Lsn;
             if (until > _log.BeginAddress)
             {
                 _log.TruncateUntil(until);
                 _beginSequence = start.Sequence;
                 _consumed.ForgetBelow(until);
+                ForgetTruncationMarksBelow(until);
 
                 DarqLog.Truncated(_logger, Name, until);
             }
@@ -921,7 +939,7 @@ public sealed partial class Darq : IAsyncDisposable
             {
                 if (_options.AutoTruncate)
                 {
-                    await TruncateCoreAsync(token).ConfigureAwait(false);
+                    await TruncateCoreAsync(background: true, token).ConfigureAwait(false);
                 }
 
                 await CommitCoreAsync(token).ConfigureAwait(false);

@@ -95,7 +95,12 @@ public sealed class DarqOptions
     /// </summary>
     public TimeSpan CommitInterval { get; set; } = TimeSpan.FromMilliseconds(5);
 
-    /// <summary>Whether each background commit first truncates the completed prefix of the log. Default <see langword="true"/>.</summary>
+    /// <summary>
+    /// Whether each background commit first truncates the completed prefix of the log, as far as log memory no longer
+    /// holds it: up to <see cref="MemorySize"/> (plus a page) of completed entries stay until the tail evicts them, since
+    /// cutting pages still in memory only moves FasterLog's clearing of them onto the appending thread. Default
+    /// <see langword="true"/>. <see cref="Darq.TruncateAsync"/> cuts the whole completed prefix.
+    /// </summary>
     public bool AutoTruncate { get; set; } = true;
 
     /// <summary>
