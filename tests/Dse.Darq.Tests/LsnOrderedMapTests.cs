@@ -24,11 +24,27 @@ public sealed class LsnOrderedMapTests
                 bool added = map.TryAdd(key, i);
                 Assert.True(added == expected.TryAdd(key, i), $"seed {seed}, step {i}: TryAdd({key}) disagrees");
             }
-            else if (operation < 9 && expected.Count > 0)
+            else if (operation < 8 && expected.Count > 0)
             {
                 // Remove the oldest mostly (consumption in order), else any key, present or not.
                 long key = random.Next(2) == 0 ? expected.Keys.First() : random.Next((int)next + 1);
-                Assert.True(map.Remove(key) == expected.Remove(key), $"seed {seed}, step {i}: Remove({key}) disagrees");
+                bool removed = map.Remove(key, out int value);
+                Assert.True(removed == expected.Remove(key, out int expectedValue), $"seed {seed}, step {i}: Remove({key}) disagrees");
+                Assert.Equal(expectedValue, value);
+            }
+            else if (operation < 9)
+            {
+                // Look up or replace any key, present or not.
+                long key = random.Next((int)next + 2) - 1;
+                Assert.True(map.ContainsKey(key) == expected.ContainsKey(key), $"seed {seed}, step {i}: ContainsKey({key}) disagrees");
+                Assert.True(map.TryGetValue(key, out int value) == expected.TryGetValue(key, out int expectedValue), $"seed {seed}, step {i}: TryGetValue({key}) disagrees");
+                Assert.Equal(expectedValue, value);
+                if (random.Next(4) == 0 && (outOfOrder || key > next || expected.ContainsKey(key)))
+                {
+                    map[key] = -i;
+                    expected[key] = -i;
+                    next = Math.Max(next, key);
+                }
             }
             else
             {
@@ -96,12 +112,25 @@ public sealed class LsnOrderedMapTests
         });
     }
 
+    private static List<KeyValuePair<long, int>> Listed(LsnOrderedMap<int>.FromCollection entries)
+    {
+        var list = new List<KeyValuePair<long, int>>();
+        foreach (var entry in entries)
+        {
+            list.Add(entry);
+        }
+
+        return list;
+    }
+
     private static void AssertSame(SortedDictionary<long, int> expected, LsnOrderedMap<int> map, string where)
     {
         Assert.True(expected.Count == map.Count, $"{where}: count {map.Count}, expected {expected.Count}");
         Assert.Equal(expected.ToList(), map.ToList());
         Assert.Equal(expected.Values.ToList(), map.Values.ToList());
         Assert.Equal(expected.Keys.ToList(), map.Keys.ToList());
+        long from = expected.Count > 0 ? expected.Keys.ElementAt(expected.Count / 2) - 1 : 0;
+        Assert.Equal(expected.Where(pair => pair.Key >= from).ToList(), Listed(map.From(from)));
         if (expected.Count > 0)
         {
             Assert.True(map.TryGetFirst(out long first) && first == expected.Keys.First(), $"{where}: first key");

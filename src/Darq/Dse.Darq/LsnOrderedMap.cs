@@ -1,38 +1,37 @@
 using System.Collections;
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 
 namespace Dse.Darq;
 
 /// <summary>
 /// A map from log sequence numbers to values, enumerated in LSN order: a drop-in for the DARQ's
 /// <see cref="SortedDictionary{TKey, TValue}"/> uses (Add, Remove, ContainsKey, TryGetValue, Count, ordered pairs,
-/// Keys, Values) with O(1) lookups and updates instead of a tree walk and a node allocation per entry.
+/// Keys, Values) without a node, a hash or a random memory access per entry in the common case.
 /// </summary>
 /// <remarks>
-/// LSNs are log addresses, so they are added in increasing order: the order is an append-only array of keys next to a
-/// hash table, and a removal only drops the key from the table (the array skips dead keys lazily and compacts when it
-/// is full). A key added out of order (not above every key added before) is still correct: the array is then rebuilt
-/// by sorting on the next ordered access. Not thread-safe; the DARQ uses it under its gate.
+/// <para>LSNs are log addresses, so they are added in increasing order and mostly removed oldest first. The entries
+/// (key, value, whether live) sit in one array, sorted by key, in <c>_entries[_head.._tail)</c>: an add appends, a
+/// removal marks its entry dead, and the head moves past dead entries, so adding at the end and taking from the front
+/// touch consecutive memory. A key is found by a look at the head, then by binary search. Dead entries in the middle
+/// (messages taken out of order) are dropped when the array is full and at least half dead; otherwise it doubles.</para>
+/// <para>A key added out of order (below the last one) is inserted in place, moving the entries after it: correct
+/// but O(n), for the rare paths that do it (none of the DARQ's do in normal operation). Not thread-safe; the DARQ uses
+/// it under its gate.</para>
 /// </remarks>
 /// <typeparam name="TValue">The value type.</typeparam>
 internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TValue>>
 {
-    private readonly Dictionary<long, TValue> _items = [];
-
-    /// <summary>
-    /// Every key of <see cref="_items"/> in <c>_order[_head.._tail)</c>, plus removed (dead) keys not yet skipped; when
-    /// <see cref="_sorted"/>, that range is strictly increasing (so each key is in it once) and <c>_order[_head]</c> is
-    /// live unless the range is empty.
-    /// </summary>
-    private long[] _order = new long[16];
+    /// <summary>Sorted by key, strictly increasing, in <c>[_head, _tail)</c>; <c>_entries[_head]</c> and <c>_entries[_tail - 1]</c> are live unless the range is empty.</summary>
+    private Entry[] _entries = new Entry[16];
 
     private int _head;
     private int _tail;
-    private bool _sorted = true;
+    private int _count;
     private int _version;
 
     /// <summary>The number of entries.</summary>
-    public int Count => _items.Count;
+    public int Count => _count;
 
     /// <summary>The keys in increasing order.</summary>
     public KeyCollection Keys => new(this);
@@ -43,12 +42,19 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
     /// <summary>Gets the value of a key (throws <see cref="KeyNotFoundException"/> when absent), or adds or replaces it.</summary>
     public TValue this[long key]
     {
-        get => _items[key];
+        get
+        {
+            int index = Find(key);
+            return index >= 0 ? _entries[index].Value : throw new KeyNotFoundException($"The LSN {key} is not in the map.");
+        }
+
         set
         {
-            if (_items.ContainsKey(key))
+            int index = Find(key);
+            if (index >= 0)
             {
-                _items[key] = value;
+                _entries[index].Value = value;
+                _version++;
             }
             else
             {
@@ -60,27 +66,55 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
     /// <summary>Adds an entry; throws <see cref="ArgumentException"/> when the key is present.</summary>
     public void Add(long key, TValue value)
     {
-        _items.Add(key, value);
-        Append(key);
+        if (!TryAdd(key, value))
+        {
+            throw new ArgumentException($"The LSN {key} is already in the map.", nameof(key));
+        }
     }
 
     /// <summary>Adds an entry unless the key is present.</summary>
     public bool TryAdd(long key, TValue value)
     {
-        if (!_items.TryAdd(key, value))
+        if (_count == 0)
         {
-            return false;
+            // Empty: start over at the front (everything before was dead).
+            Array.Clear(_entries, _head, _tail - _head);
+            _head = 0;
+            _tail = 0;
+        }
+        else if (key <= _entries[_tail - 1].Key)
+        {
+            return InsertOutOfOrder(key, value);
         }
 
-        Append(key);
+        if (_tail == _entries.Length)
+        {
+            MakeRoom();
+        }
+
+        _entries[_tail++] = new Entry(key, value);
+        _count++;
+        _version++;
+        AssertInvariants();
         return true;
     }
 
     /// <summary>Whether the key is present.</summary>
-    public bool ContainsKey(long key) => _items.ContainsKey(key);
+    public bool ContainsKey(long key) => Find(key) >= 0;
 
     /// <summary>Gets the value of a key.</summary>
-    public bool TryGetValue(long key, out TValue value) => _items.TryGetValue(key, out value!);
+    public bool TryGetValue(long key, out TValue value)
+    {
+        int index = Find(key);
+        if (index < 0)
+        {
+            value = default!;
+            return false;
+        }
+
+        value = _entries[index].Value;
+        return true;
+    }
 
     /// <summary>Removes an entry; false when the key is absent.</summary>
     public bool Remove(long key) => Remove(key, out _);
@@ -88,76 +122,118 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
     /// <summary>Removes an entry and returns its value; false when the key is absent.</summary>
     public bool Remove(long key, out TValue value)
     {
-        if (!_items.Remove(key, out value!))
+        int index = Find(key);
+        if (index < 0)
         {
+            value = default!;
             return false;
         }
 
+        ref var entry = ref _entries[index];
+        value = entry.Value;
+        entry.Live = false;
+        entry.Value = default!;
+        _count--;
         _version++;
-        SkipDeadHead();
+        if (_count == 0)
+        {
+            Array.Clear(_entries, _head, _tail - _head);
+            _head = 0;
+            _tail = 0;
+        }
+        else if (index == _head)
+        {
+            // Dead entries hold no value: the head just moves past them.
+            while (!_entries[_head].Live)
+            {
+                _head++;
+            }
+        }
+        else if (index == _tail - 1)
+        {
+            while (!_entries[_tail - 1].Live)
+            {
+                _tail--;
+            }
+        }
+
+        AssertInvariants();
         return true;
     }
 
     /// <summary>Removes every entry.</summary>
     public void Clear()
     {
-        _items.Clear();
+        Array.Clear(_entries, _head, _tail - _head);
         _head = 0;
         _tail = 0;
-        _sorted = true;
+        _count = 0;
         _version++;
     }
 
     /// <summary>The smallest key, or <see langword="false"/> when the map is empty.</summary>
     public bool TryGetFirst(out long key)
     {
-        EnsureSorted();
-        SkipDeadHead();
-        if (_head == _tail)
-        {
-            key = 0;
-            return false;
-        }
-
-        key = _order[_head];
-        return true;
+        key = _count == 0 ? 0 : _entries[_head].Key;
+        return _count != 0;
     }
 
     /// <summary>The largest key, or <see langword="false"/> when the map is empty.</summary>
     public bool TryGetLast(out long key)
     {
-        EnsureSorted();
-        for (int i = _tail - 1; i >= _head; i--)
-        {
-            if (_items.ContainsKey(_order[i]))
-            {
-                key = _order[i];
-                return true;
-            }
-        }
-
-        key = 0;
-        return false;
+        key = _count == 0 ? 0 : _entries[_tail - 1].Key;
+        return _count != 0;
     }
 
     /// <summary>Enumerates the entries in key order; the map must not change during the enumeration.</summary>
-    public Enumerator GetEnumerator()
-    {
-        EnsureSorted();
-        return new Enumerator(this, _head);
-    }
+    public Enumerator GetEnumerator() => new(this, _head);
 
     /// <summary>The entries whose keys are <paramref name="key"/> or more, in key order (found by binary search); the map must not change during the enumeration.</summary>
     /// <param name="key">The smallest key to enumerate.</param>
-    public FromCollection From(long key)
+    public FromCollection From(long key) => new(new Enumerator(this, LowerBound(key)));
+
+    IEnumerator<KeyValuePair<long, TValue>> IEnumerable<KeyValuePair<long, TValue>>.GetEnumerator() => GetEnumerator();
+
+    IEnumerator IEnumerable.GetEnumerator() => GetEnumerator();
+
+    /// <summary>The index of the live entry with the key, or -1.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private int Find(long key)
     {
-        EnsureSorted();
+        if (_count == 0)
+        {
+            return -1;
+        }
+
+        // The common case: the oldest entry (messages are mostly consumed in LSN order).
+        if (_entries[_head].Key == key)
+        {
+            return _head;
+        }
+
+        return FindSlow(key);
+    }
+
+    private int FindSlow(long key)
+    {
+        if (key < _entries[_head].Key || key > _entries[_tail - 1].Key)
+        {
+            return -1;
+        }
+
+        int index = LowerBound(key);
+        return index < _tail && _entries[index].Key == key && _entries[index].Live ? index : -1;
+    }
+
+    /// <summary>The index of the first entry (live or dead) whose key is <paramref name="key"/> or more, <c>_tail</c> if none.</summary>
+    private int LowerBound(long key)
+    {
         int low = _head;
         int high = _tail;
         while (low < high)
         {
             int middle = low + ((high - low) / 2);
-            if (_order[middle] < key)
+            if (_entries[middle].Key < key)
             {
                 low = middle + 1;
             }
@@ -167,108 +243,83 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
             }
         }
 
-        return new FromCollection(new Enumerator(this, low));
+        return low;
     }
 
-    IEnumerator<KeyValuePair<long, TValue>> IEnumerable<KeyValuePair<long, TValue>>.GetEnumerator() => GetEnumerator();
-
-    IEnumerator IEnumerable.GetEnumerator() => GetEnumerator();
-
-    [Conditional("DEBUG")]
-    private void AssertInvariants()
+    /// <summary>A key at or below the last one: revives its dead entry, or inserts it in place.</summary>
+    private bool InsertOutOfOrder(long key, TValue value)
     {
-        Debug.Assert(_head >= 0 && _head <= _tail && _tail <= _order.Length, "the live range is inside the array");
-        Debug.Assert(_tail - _head >= _items.Count, "every key is in the order array");
-    }
-
-    /// <summary>Adds a key just added to <see cref="_items"/> to the order array.</summary>
-    private void Append(long key)
-    {
-        _version++;
-        if (_head == _tail)
+        int index = LowerBound(key);
+        if (index < _tail && _entries[index].Key == key)
         {
-            // Empty: start over at the front (everything skipped so far was dead).
-            _head = 0;
-            _tail = 0;
-            _sorted = true;
-        }
-        else if (_sorted && key <= _order[_tail - 1])
-        {
-            // Out of order (or a removed key added again): sorted again on the next ordered access.
-            _sorted = false;
-        }
-
-        if (_tail == _order.Length)
-        {
-            if (!_sorted)
+            if (_entries[index].Live)
             {
-                // The rebuild takes every key of the table, this one included.
-                Rebuild(Math.Max(_order.Length, _items.Count * 2));
-                return;
+                return false;
             }
 
-            Compact();
+            _entries[index] = new Entry(key, value);
+        }
+        else if (index == _head && _head > 0)
+        {
+            // Below every key, with room in front.
+            _entries[--_head] = new Entry(key, value);
+        }
+        else
+        {
+            if (_tail == _entries.Length)
+            {
+                MakeRoom();
+                index = LowerBound(key);
+            }
+
+            Array.Copy(_entries, index, _entries, index + 1, _tail - index);
+            _entries[index] = new Entry(key, value);
+            _tail++;
         }
 
-        _order[_tail++] = key;
+        _count++;
+        _version++;
         AssertInvariants();
+        return true;
     }
 
-    /// <summary>Frees the end of the sorted array: drops dead keys when at least half are dead, else doubles the array.</summary>
-    private void Compact()
+    /// <summary>The array is full at its end: drops the dead entries when at least half are dead, else doubles the array.</summary>
+    private void MakeRoom()
     {
-        Debug.Assert(_sorted, "only a sorted array is compacted");
+        var target = _count * 2 <= _entries.Length ? _entries : new Entry[_entries.Length * 2];
         int live = 0;
-        var target = _items.Count * 2 <= _order.Length ? _order : new long[_order.Length * 2];
         for (int i = _head; i < _tail; i++)
         {
-            long key = _order[i];
-            if (_items.ContainsKey(key))
+            if (_entries[i].Live)
             {
-                target[live++] = key;
+                target[live++] = _entries[i];
             }
         }
 
-        _order = target;
+        if (ReferenceEquals(target, _entries))
+        {
+            Array.Clear(_entries, live, _tail - live);
+        }
+
+        _entries = target;
         _head = 0;
         _tail = live;
     }
 
-    private void EnsureSorted()
+    [Conditional("DEBUG")]
+    private void AssertInvariants()
     {
-        if (!_sorted)
-        {
-            Rebuild(_order.Length);
-        }
+        Debug.Assert(_head >= 0 && _head <= _tail && _tail <= _entries.Length, "the range is inside the array");
+        Debug.Assert(_count <= _tail - _head, "every entry is in the range");
+        Debug.Assert(_count == 0 || (_entries[_head].Live && _entries[_tail - 1].Live), "the range starts and ends with live entries");
     }
 
-    /// <summary>Rebuilds the order array from the keys present, sorted; <paramref name="capacity"/> is the minimum size.</summary>
-    private void Rebuild(int capacity)
+    /// <summary>One key and its value; dead once removed (kept in place so that the order stays sorted).</summary>
+    private struct Entry(long key, TValue value)
     {
-        var order = new long[Math.Max(16, Math.Max(capacity, _items.Count + 1))];
-        _items.Keys.CopyTo(order, 0);
-        Array.Sort(order, 0, _items.Count);
-        _order = order;
-        _head = 0;
-        _tail = _items.Count;
-        _sorted = true;
-        AssertInvariants();
-    }
-
-    /// <summary>Moves the head past removed keys, so that the first key in the array is live (when sorted).</summary>
-    private void SkipDeadHead()
-    {
-        while (_head < _tail && !_items.ContainsKey(_order[_head]))
-        {
-            _head++;
-        }
-
-        if (_head == _tail)
-        {
-            _head = 0;
-            _tail = 0;
-            _sorted = true;
-        }
+        public long Key = key;
+        public bool Live = true;
+        public TValue Value = value;
     }
 
     /// <summary>Enumerates entries in key order, skipping removed keys.</summary>
@@ -302,10 +353,10 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
 
             while (_index < _map._tail)
             {
-                long key = _map._order[_index++];
-                if (_map._items.TryGetValue(key, out var value))
+                ref var entry = ref _map._entries[_index++];
+                if (entry.Live)
                 {
-                    _current = new KeyValuePair<long, TValue>(key, value);
+                    _current = new KeyValuePair<long, TValue>(entry.Key, entry.Value);
                     return true;
                 }
             }
@@ -321,7 +372,6 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
         {
         }
     }
-
     /// <summary>The entries from a key on, in key order (see <see cref="From"/>).</summary>
     public readonly struct FromCollection(Enumerator start)
     {
