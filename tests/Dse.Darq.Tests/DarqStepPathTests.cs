@@ -68,6 +68,134 @@ public sealed class DarqStepPathTests
         Assert.True(step.Clear().IsEmpty);
     }
 
+    [Theory]
+    [InlineData(ConsumeOnlyPath.Batch)]
+    [InlineData(ConsumeOnlyPath.LogMemoryFull)]
+    public async Task Step_ConsumeOnlyFastPath_AppendsWhatTheGeneralPathAppends(ConsumeOnlyPath other)
+    {
+        var fast = await RunConsumeOnlyAsync(ConsumeOnlyPath.Fast);
+        var compared = await RunConsumeOnlyAsync(other);
+
+        if (other == ConsumeOnlyPath.LogMemoryFull)
+        {
+            Assert.True(compared.SlowSteps >= 1, "expected steps that waited for log memory");
+        }
+
+        Assert.Equal(fast.Results, compared.Results);
+        Assert.Equal(fast.Tail, compared.Tail);
+        Assert.True(fast.Log.AsSpan().SequenceEqual(compared.Log), "the two runs' logs differ");
+        Assert.Equal((0, 0), compared.Recovered);
+        Assert.Equal(fast.Recovered, compared.Recovered);
+    }
+
+    [Fact]
+    public async Task Step_ConsumeOnlyRefused_SameReasonsAsAnyStep()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync();
+        var a = await darq.EnqueueAsync("a".Bytes());
+        var processor = await darq.RegisterProcessorAsync();
+        var state = (await processor.StepAsync(new DarqStep().Consume(a.Lsn).AddSelf("s".Bytes()).AddOut("x", "o".Bytes()))).SelfLsns[0];
+        long tail = darq.TailAddress;
+
+        foreach (var (lsn, reason) in new[]
+        {
+            (a.Lsn, DarqStepRejection.AlreadyConsumed),
+            (tail + 64, DarqStepRejection.UnknownMessage),
+            (state + DarqEntryFormat.LogFootprint(DarqEntryFormat.SelfLength(1)), DarqStepRejection.NotSteppable),
+        })
+        {
+            var error = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.StepAsync(new DarqStep().Consume(lsn)).AsTask());
+            Assert.Equal(reason, error.Reason);
+        }
+
+        var stale = await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => darq.StepAsync(processor.Incarnation - 1, new DarqStep().Consume(state)).AsTask());
+        Assert.Equal(processor.Incarnation, stale.CurrentIncarnation);
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(1, darq.UnconsumedCount);
+
+        await processor.StepAsync(new DarqStep().Consume(state));
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    /// <summary>How <see cref="RunConsumeOnlyAsync"/> steps.</summary>
+    public enum ConsumeOnlyPath
+    {
+        /// <summary>Single steps, each appended synchronously without the general path's entry buffer.</summary>
+        Fast,
+
+        /// <summary>Batches of one step: the general path.</summary>
+        Batch,
+
+        /// <summary>Single steps with the log's writes held, so that log memory fills and steps wait for it.</summary>
+        LogMemoryFull,
+    }
+
+    /// <summary>Enqueues small messages, then consumes each with a step of its own, <paramref name="path"/>'s way.</summary>
+    private static async Task<RunResult> RunConsumeOnlyAsync(ConsumeOnlyPath path)
+    {
+        const int messages = 8_000;
+        var logStorage = new InMemoryStorage();
+        var commitStorage = new InMemoryStorage();
+        var device = new HoldingDevice(DseDevices.CreateInMemory(logStorage));
+        var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(commitStorage));
+
+        // Held writes: four pages (256 KB) fill up with the 8,000 completion records (52 bytes of log each).
+        options.MemorySize = path == ConsumeOnlyPath.LogMemoryFull ? 4 * DarqTestStorage.PageSize : 64 * DarqTestStorage.PageSize;
+        var results = new List<(long Out, long Completion, long DurableAt)>();
+        int slowSteps = 0;
+        long tail;
+        await using (var darq = await Darq.OpenAsync(options))
+        {
+            var lsns = new List<long>();
+            for (int i = 0; i < messages; i++)
+            {
+                lsns.Add((await darq.EnqueueAsync(BitConverter.GetBytes(i))).Lsn);
+            }
+
+            var processor = await darq.RegisterProcessorAsync();
+            await darq.CommitAsync();
+            if (path == ConsumeOnlyPath.LogMemoryFull)
+            {
+                device.Hold();
+            }
+
+            var step = new DarqStep();
+            for (int i = 0; i < messages; i++)
+            {
+                DarqStepResult result;
+                if (path == ConsumeOnlyPath.Batch)
+                {
+                    result = (await processor.StepBatchAsync([step.Clear().Consume(lsns[i])]))[0];
+                }
+                else
+                {
+                    var pending = processor.StepAsync(step.Clear().Consume(lsns[i]));
+                    if (!pending.IsCompleted)
+                    {
+                        slowSteps++;
+                        device.Release();
+                    }
+
+                    result = await pending.AsTask().WaitAsync(TimeSpan.FromSeconds(30));
+                }
+
+                Assert.Empty(result.SelfLsns);
+                Assert.Empty(result.OutLsns);
+                results.Add((-1, result.CompletionLsn, result.DurableAt));
+            }
+
+            device.Release();
+            await darq.CommitAsync();
+            tail = darq.TailAddress;
+        }
+
+        var log = ReadLog(logStorage, tail);
+        await using var recovered = await Darq.OpenAsync(
+            DarqTestStorage.Options(DseDevices.CreateInMemory(logStorage), DseDevices.CreateInMemory(commitStorage)));
+        return new RunResult(results, tail, log, slowSteps, (recovered.UnconsumedCount, recovered.PendingOutCount));
+    }
+
     /// <summary>
     /// Steps every message with one 8 KB OUT. With held writes, the log memory fills and a step waits for it (holding
     /// the gate), and the next step, issued meanwhile, waits for the gate.

@@ -83,7 +83,12 @@ public sealed partial class Darq
     public ValueTask<DarqStepResult> StepAsync(long incarnation, DarqStep step, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(step);
-        CheckStepShape(step);
+        if (step.OnlyConsumed < 0)
+        {
+            // A step that only consumes one message is one small record: it always fits.
+            CheckStepShape(step);
+        }
+
         return _dse is null ? StepCoreAsync(incarnation, step, cancellationToken) : StepInActionAsync(incarnation, step, cancellationToken);
     }
 
@@ -99,6 +104,12 @@ public sealed partial class Darq
         bool release = true;
         try
         {
+            long only = step.OnlyConsumed;
+            if (only >= 0 && TryStepConsumingOne(incarnation, only, out var result))
+            {
+                return ValueTask.FromResult(result);
+            }
+
             PrepareStep(incarnation, step);
             // A consume-only step is one entry: FasterLog's single-entry append skips the batch's per-entry interface calls.
             if (_stepEntries.Count == 1 ? _log.TryEnqueue(_stepEntries.Entry(0), out long first) : _log.TryEnqueue(_stepEntries, out first))
@@ -123,6 +134,38 @@ public sealed partial class Darq
                 _gate.Release();
             }
         }
+    }
+
+    /// <summary>
+    /// The commonest step, one message consumed and nothing appended but its completion record, without the general
+    /// path's entry buffer: validated and applied as <see cref="PrepareStep"/> and <see cref="ApplyStep(long)"/> do for
+    /// it. Under the gate. False, having changed nothing, when the message is not unconsumed (the general path then
+    /// refuses the step, naming the reason) or log memory has no room now (the general path waits for it).
+    /// </summary>
+    private bool TryStepConsumingOne(long incarnation, long lsn, out DarqStepResult result)
+    {
+        CheckIncarnation(incarnation);
+        result = default;
+        if (!_unconsumed.ContainsKey(lsn))
+        {
+            return false;
+        }
+
+        Span<byte> completion = stackalloc byte[DarqEntryFormat.CompletionLength(1)];
+        DarqEntryFormat.WriteCompletion(completion, _nextSequence, incarnation, lsn);
+        if (!_log.TryEnqueue(completion, out long address))
+        {
+            return false;
+        }
+
+        NoteStepStart(new StepStart(address, _nextSequence));
+        RemoveUnconsumed(lsn);
+        _consumed.Add(lsn);
+        _nextSequence++;
+        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+        DarqInstrumentation.Steps.Add(1, _tag);
+        result = new DarqStepResult([], [], address, address + DarqEntryFormat.LogFootprint(completion.Length));
+        return true;
     }
 
     /// <summary>A step that found the gate taken: waits for it, then validates and appends.</summary>

@@ -109,6 +109,17 @@ internal static class DarqEntryFormat
         Seal(entry, DarqEntryKind.Completion, 0, sequence);
     }
 
+    /// <summary>Writes the completion record of a step that consumes <paramref name="consumed"/> and appends nothing else, exactly <see cref="CompletionLength"/>(1) bytes long.</summary>
+    public static void WriteCompletion(Span<byte> entry, long sequence, long incarnation, long consumed)
+    {
+        var body = entry[HeaderSize..];
+        BinaryPrimitives.WriteInt64LittleEndian(body, incarnation);
+        BinaryPrimitives.WriteInt32LittleEndian(body[8..], 0);
+        BinaryPrimitives.WriteInt32LittleEndian(body[12..], 1);
+        BinaryPrimitives.WriteInt64LittleEndian(body[16..], consumed);
+        Seal(entry, DarqEntryKind.Completion, 0, sequence);
+    }
+
     /// <summary>A checkpoint record: the same layout as a completion, listing the SELF messages the checkpoint replaced.</summary>
     public static byte[] Checkpoint(long sequence, long incarnation, int selfCount, IReadOnlyList<long> replaced)
     {

@@ -25,6 +25,9 @@ public sealed class DarqStep
     /// <summary>Whether the step neither consumes nor produces anything.</summary>
     public bool IsEmpty => _consumed.Count == 0 && _self.Count == 0 && _out.Count == 0;
 
+    /// <summary>The LSN the step consumes when it consumes one message and produces nothing (the DARQ's fast path), else -1.</summary>
+    internal long OnlyConsumed => _consumed.Count == 1 && _self.Count == 0 && _out.Count == 0 ? _consumed[0] : -1;
+
     /// <summary>
     /// Empties the step so that it can describe the next one: a processor may reuse one <see cref="DarqStep"/> for every
     /// step, once the previous step's task has completed (the DARQ copies what it appends and reads the step no more).
