@@ -30,6 +30,9 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
     private int _count;
     private int _version;
 
+    /// <summary>A guess at the next key looked up away from the head: the entry after the last one found by search (any index; checked before use).</summary>
+    private int _next;
+
     /// <summary>The number of entries.</summary>
     public int Count => _count;
 
@@ -205,10 +208,19 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
             return -1;
         }
 
-        // The common case: the oldest entry (messages are mostly consumed in LSN order).
+        // The common cases: the oldest entry (messages are mostly consumed in LSN order), or the one after the last
+        // found elsewhere (a batch validates its steps' messages, in order, before any is removed).
         if (_entries[_head].Key == key)
         {
+            _next = _head + 1;
             return _head;
+        }
+
+        int next = _next;
+        if (next > _head && next < _tail && _entries[next].Key == key)
+        {
+            _next = next + 1;
+            return _entries[next].Live ? next : -1;
         }
 
         return FindSlow(key);
@@ -222,7 +234,13 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
         }
 
         int index = LowerBound(key);
-        return index < _tail && _entries[index].Key == key && _entries[index].Live ? index : -1;
+        if (index < _tail && _entries[index].Key == key && _entries[index].Live)
+        {
+            _next = index + 1;
+            return index;
+        }
+
+        return -1;
     }
 
     /// <summary>The index of the first entry (live or dead) whose key is <paramref name="key"/> or more, <c>_tail</c> if none.</summary>
