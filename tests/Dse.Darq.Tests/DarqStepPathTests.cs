@@ -14,8 +14,8 @@ public sealed class DarqStepPathTests
     [Fact]
     public async Task Step_LogMemoryFullAndGateTaken_AppendsSameEntriesAsFastPath()
     {
-        var fast = await RunAsync(holdWrites: false);
-        var slow = await RunAsync(holdWrites: true);
+        var fast = await RunWithOutAsync(holdWrites: false);
+        var slow = await RunWithOutAsync(holdWrites: true);
 
         Assert.True(slow.SlowSteps >= 2, $"expected steps that waited for log memory and for the gate, saw {slow.SlowSteps}");
         Assert.Equal(fast.Results, slow.Results);
@@ -132,49 +132,25 @@ public sealed class DarqStepPathTests
     }
 
     /// <summary>Enqueues small messages, then consumes each with a step of its own, <paramref name="path"/>'s way.</summary>
-    private static async Task<RunResult> RunConsumeOnlyAsync(ConsumeOnlyPath path)
-    {
-        const int messages = 8_000;
-        var logStorage = new InMemoryStorage();
-        var commitStorage = new InMemoryStorage();
-        var device = new HoldingDevice(DseDevices.CreateInMemory(logStorage));
-        var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(commitStorage));
-
-        // Held writes: four pages (256 KB) fill up with the 8,000 completion records (52 bytes of log each).
-        options.MemorySize = path == ConsumeOnlyPath.LogMemoryFull ? 4 * DarqTestStorage.PageSize : 64 * DarqTestStorage.PageSize;
-        var results = new List<(long Out, long Completion, long DurableAt)>();
-        int slowSteps = 0;
-        long tail;
-        await using (var darq = await Darq.OpenAsync(options))
+    private static Task<RunResult> RunConsumeOnlyAsync(ConsumeOnlyPath path) =>
+        RunAsync(8_000, holdWrites: path == ConsumeOnlyPath.LogMemoryFull, async run =>
         {
-            var lsns = new List<long>();
-            for (int i = 0; i < messages; i++)
-            {
-                lsns.Add((await darq.EnqueueAsync(BitConverter.GetBytes(i))).Lsn);
-            }
-
-            var processor = await darq.RegisterProcessorAsync();
-            await darq.CommitAsync();
-            if (path == ConsumeOnlyPath.LogMemoryFull)
-            {
-                device.Hold();
-            }
-
             var step = new DarqStep();
-            for (int i = 0; i < messages; i++)
+            foreach (long lsn in run.Lsns)
             {
                 DarqStepResult result;
                 if (path == ConsumeOnlyPath.Batch)
                 {
-                    result = (await processor.StepBatchAsync([step.Clear().Consume(lsns[i])]))[0];
+                    result = (await run.Processor.StepBatchAsync([step.Clear().Consume(lsn)]))[0];
                 }
                 else
                 {
-                    var pending = processor.StepAsync(step.Clear().Consume(lsns[i]));
+                    // With held writes, the four pages fill up with the 8,000 completion records (52 bytes of log each).
+                    var pending = run.Processor.StepAsync(step.Clear().Consume(lsn));
                     if (!pending.IsCompleted)
                     {
-                        slowSteps++;
-                        device.Release();
+                        run.SlowSteps++;
+                        run.Device.Release();
                     }
 
                     result = await pending.AsTask().WaitAsync(TimeSpan.FromSeconds(30));
@@ -182,79 +158,77 @@ public sealed class DarqStepPathTests
 
                 Assert.Empty(result.SelfLsns);
                 Assert.Empty(result.OutLsns);
-                results.Add((-1, result.CompletionLsn, result.DurableAt));
+                run.Results.Add((-1, result.CompletionLsn, result.DurableAt));
             }
-
-            device.Release();
-            await darq.CommitAsync();
-            tail = darq.TailAddress;
-        }
-
-        var log = ReadLog(logStorage, tail);
-        await using var recovered = await Darq.OpenAsync(
-            DarqTestStorage.Options(DseDevices.CreateInMemory(logStorage), DseDevices.CreateInMemory(commitStorage)));
-        return new RunResult(results, tail, log, slowSteps, (recovered.UnconsumedCount, recovered.PendingOutCount));
-    }
+        });
 
     /// <summary>
     /// Steps every message with one 8 KB OUT. With held writes, the log memory fills and a step waits for it (holding
     /// the gate), and the next step, issued meanwhile, waits for the gate.
     /// </summary>
-    private static async Task<RunResult> RunAsync(bool holdWrites)
+    private static Task<RunResult> RunWithOutAsync(bool holdWrites) => RunAsync(Messages, holdWrites, async run =>
+    {
+        var payload = new byte[OutBytes];
+        new Random(11).NextBytes(payload);
+        var lsns = run.Lsns;
+        var step = new DarqStep();
+        for (int i = 0; i < lsns.Count; i++)
+        {
+            var pending = run.Processor.StepAsync(step.Clear().Consume(lsns[i]).AddOut("sink", payload));
+            if (!pending.IsCompleted)
+            {
+                // FasterLog had no room (log memory full, or a page turn): this step holds the gate while it waits
+                // for log memory, so the next one finds the gate taken.
+                run.SlowSteps++;
+
+                // The waiting step was validated and formatted before it waited: changing the step object now must
+                // not change what is applied once it is appended.
+                step.Clear().Consume(lsns[^1]);
+                i++;
+                var next = run.Processor.StepAsync(new DarqStep().Consume(lsns[i]).AddOut("sink", payload));
+                run.SlowSteps += next.IsCompleted ? 0 : 1;
+                run.Device.Release();
+                run.Results.Add(ToTuple(await pending.AsTask().WaitAsync(TimeSpan.FromSeconds(30))));
+                run.Results.Add(ToTuple(await next.AsTask().WaitAsync(TimeSpan.FromSeconds(30))));
+                continue;
+            }
+
+            run.Results.Add(ToTuple(await pending));
+        }
+
+        static (long, long, long) ToTuple(DarqStepResult result) => (result.OutLsns[0], result.CompletionLsn, result.DurableAt);
+    });
+
+    /// <summary>
+    /// Enqueues <paramref name="messages"/> small messages and commits them, registers a processor, holds the log's writes
+    /// when asked (so that four pages of log memory fill up and steps wait for it; otherwise the run has room), lets
+    /// <paramref name="stepAll"/> step, then releases the writes, commits, reads the log back and reopens it.
+    /// </summary>
+    private static async Task<RunResult> RunAsync(int messages, bool holdWrites, Func<StepRun, Task> stepAll)
     {
         var logStorage = new InMemoryStorage();
         var commitStorage = new InMemoryStorage();
         var device = new HoldingDevice(DseDevices.CreateInMemory(logStorage));
         var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(commitStorage));
-
-        // Without held writes, room for the whole run (steps rarely wait, only when FasterLog is at a page turn); with
-        // them, four pages fill up and steps must wait.
         options.MemorySize = holdWrites ? 4 * DarqTestStorage.PageSize : 64 * DarqTestStorage.PageSize;
-        var results = new List<(long Out, long Completion, long DurableAt)>();
-        var payload = new byte[OutBytes];
-        new Random(11).NextBytes(payload);
-        int slowSteps = 0;
+        StepRun run;
         long tail;
         await using (var darq = await Darq.OpenAsync(options))
         {
             var lsns = new List<long>();
-            for (int i = 0; i < Messages; i++)
+            for (int i = 0; i < messages; i++)
             {
                 lsns.Add((await darq.EnqueueAsync(BitConverter.GetBytes(i))).Lsn);
             }
 
-            var processor = await darq.RegisterProcessorAsync();
+            run = new StepRun(await darq.RegisterProcessorAsync(), lsns, device);
             await darq.CommitAsync();
             if (holdWrites)
             {
                 device.Hold();
             }
 
-            var step = new DarqStep();
-            for (int i = 0; i < Messages; i++)
-            {
-                var pending = processor.StepAsync(step.Clear().Consume(lsns[i]).AddOut("sink", payload));
-                if (!pending.IsCompleted)
-                {
-                    // FasterLog had no room (log memory full, or a page turn): this step holds the gate while it waits
-                    // for log memory, so the next one finds the gate taken.
-                    slowSteps++;
-
-                    // The waiting step was validated and formatted before it waited: changing the step object now must
-                    // not change what is applied once it is appended.
-                    step.Clear().Consume(lsns[Messages - 1]);
-                    i++;
-                    var next = processor.StepAsync(new DarqStep().Consume(lsns[i]).AddOut("sink", payload));
-                    slowSteps += next.IsCompleted ? 0 : 1;
-                    device.Release();
-                    results.Add(ToTuple(await pending.AsTask().WaitAsync(TimeSpan.FromSeconds(30))));
-                    results.Add(ToTuple(await next.AsTask().WaitAsync(TimeSpan.FromSeconds(30))));
-                    continue;
-                }
-
-                results.Add(ToTuple(await pending));
-            }
-
+            await stepAll(run);
             device.Release();
             await darq.CommitAsync();
             tail = darq.TailAddress;
@@ -263,9 +237,7 @@ public sealed class DarqStepPathTests
         var log = ReadLog(logStorage, tail);
         await using var recovered = await Darq.OpenAsync(
             DarqTestStorage.Options(DseDevices.CreateInMemory(logStorage), DseDevices.CreateInMemory(commitStorage)));
-        return new RunResult(results, tail, log, slowSteps, (recovered.UnconsumedCount, recovered.PendingOutCount));
-
-        static (long, long, long) ToTuple(DarqStepResult result) => (result.OutLsns[0], result.CompletionLsn, result.DurableAt);
+        return new RunResult(run.Results, tail, log, run.SlowSteps, (recovered.UnconsumedCount, recovered.PendingOutCount));
     }
 
     private static byte[] ReadLog(InMemoryStorage storage, long tail)
@@ -279,6 +251,20 @@ public sealed class DarqStepPathTests
         }
 
         return bytes;
+    }
+
+    /// <summary>What a run's stepping sees and reports: the processor, the messages' LSNs, the log device, and the results.</summary>
+    private sealed class StepRun(DarqProcessor processor, List<long> lsns, HoldingDevice device)
+    {
+        public DarqProcessor Processor => processor;
+
+        public List<long> Lsns => lsns;
+
+        public HoldingDevice Device => device;
+
+        public List<(long Out, long Completion, long DurableAt)> Results { get; } = [];
+
+        public int SlowSteps { get; set; }
     }
 
     private sealed record RunResult(List<(long Out, long Completion, long DurableAt)> Results, long Tail, byte[] Log, int SlowSteps,
