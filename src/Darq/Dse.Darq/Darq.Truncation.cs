@@ -8,12 +8,13 @@ namespace Dse.Darq;
 /// the thread that next enters FasterLog's epoch (most often the one stepping or enqueueing) clears them. The same pages
 /// are cleared anyway when the tail evicts them, so truncating them early frees no memory (log memory is a fixed ring of
 /// pages) and at most a memory's worth of disk sooner; it moves that work onto the hot path, every commit interval.
-/// So the commit loop truncates only below the last <see cref="DarqOptions.MemorySize"/> bytes of the log, and <see cref="TruncateAsync"/>, asked for
-/// explicitly, still cuts the whole completed prefix.</para>
+/// So the commit loop truncates only below the last <see cref="DarqOptions.MemorySize"/> bytes of the log, and
+/// <see cref="TruncateAsync"/>, asked for explicitly, still cuts the whole completed prefix.</para>
 /// <para>A cut must fall where a step starts (recovery checks each step whole), and the oldest pending step usually starts
 /// in memory. So steps and enqueues record a step start about once per log page (<see cref="DarqOptions.PageSize"/>), and
-/// the commit loop cuts at the last recorded one below the head when the completed prefix reaches into memory. What stays
-/// of the completed prefix is at most <see cref="DarqOptions.MemorySize"/> plus a page: a restart reads that much more.</para>
+/// the commit loop cuts at the last recorded one below the head when the completed prefix reaches into memory. What
+/// stays of the completed prefix is at most <see cref="DarqOptions.MemorySize"/> plus a page: a restart reads that much
+/// more.</para>
 /// </remarks>
 public sealed partial class Darq
 {
