@@ -78,14 +78,8 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
     /// <summary>Adds an entry unless the key is present.</summary>
     public bool TryAdd(long key, TValue value)
     {
-        if (_count == 0)
-        {
-            // Empty: start over at the front (everything before was dead).
-            Array.Clear(_entries, _head, _tail - _head);
-            _head = 0;
-            _tail = 0;
-        }
-        else if (key <= _entries[_tail - 1].Key)
+        // An empty map is already back at the front: Remove and Clear reset the range when the last entry goes.
+        if (_count > 0 && key <= _entries[_tail - 1].Key)
         {
             return InsertOutOfOrder(key, value);
         }
@@ -330,6 +324,7 @@ internal sealed class LsnOrderedMap<TValue> : IEnumerable<KeyValuePair<long, TVa
         Debug.Assert(_head >= 0 && _head <= _tail && _tail <= _entries.Length, "the range is inside the array");
         Debug.Assert(_count <= _tail - _head, "every entry is in the range");
         Debug.Assert(_count == 0 || (_entries[_head].Live && _entries[_tail - 1].Live), "the range starts and ends with live entries");
+        Debug.Assert(_count > 0 || (_head == 0 && _tail == 0), "an empty map starts over at the front");
     }
 
     /// <summary>One key and its value; dead once removed (kept in place so that the order stays sorted).</summary>
