@@ -46,10 +46,10 @@ public sealed class DarqEntryFlagsTests
         Assert.Contains("Completion entry has unknown flags 0x0001", error, StringComparison.Ordinal);
     }
 
-    /// <summary>Writes the checksum docs/darq-format.md defines: XxHash64 of the body, seeded with XxHash64 of bytes 0..15.</summary>
+    /// <summary>Writes the version-2 checksum docs/darq-format.md defines: XXH3 of the entry with the checksum field zero.</summary>
     private static void Reseal(byte[] entry)
     {
-        ulong seed = XxHash64.HashToUInt64(entry.AsSpan(0, 16));
-        BinaryPrimitives.WriteUInt64LittleEndian(entry.AsSpan(16), XxHash64.HashToUInt64(entry.AsSpan(DarqEntryFormat.HeaderSize), unchecked((long)seed)));
+        BinaryPrimitives.WriteUInt64LittleEndian(entry.AsSpan(16), 0);
+        BinaryPrimitives.WriteUInt64LittleEndian(entry.AsSpan(16), XxHash3.HashToUInt64(entry));
     }
 }

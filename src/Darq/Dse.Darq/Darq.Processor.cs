@@ -83,9 +83,17 @@ public sealed partial class Darq
     public ValueTask<DarqStepResult> StepAsync(long incarnation, DarqStep step, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(step);
-        if (step.OnlyConsumed < 0)
+        long only = step.OnlyConsumed;
+        if (only >= 0)
         {
             // A step that only consumes one message is one small record: it always fits.
+            if (_dse is null && !cancellationToken.IsCancellationRequested && TryStepConsumingOne(incarnation, only, out var result))
+            {
+                return new ValueTask<DarqStepResult>(result);
+            }
+        }
+        else
+        {
             CheckStepShape(step);
         }
 
@@ -104,12 +112,6 @@ public sealed partial class Darq
         bool release = true;
         try
         {
-            long only = step.OnlyConsumed;
-            if (only >= 0 && TryStepConsumingOne(incarnation, only, out var result))
-            {
-                return ValueTask.FromResult(result);
-            }
-
             PrepareStep(incarnation, step);
             // A consume-only step is one entry: FasterLog's single-entry append skips the batch's per-entry interface calls.
             if (_stepEntries.Count == 1 ? _log.TryEnqueue(_stepEntries.Entry(0), out long first) : _log.TryEnqueue(_stepEntries, out first))
@@ -137,35 +139,49 @@ public sealed partial class Darq
     }
 
     /// <summary>
-    /// The commonest step, one message consumed and nothing appended but its completion record, without the general
-    /// path's entry buffer: validated and applied as <see cref="PrepareStep"/> and <see cref="ApplyStep(long)"/> do for
-    /// it. Under the gate. False, having changed nothing, when the message is not unconsumed (the general path then
-    /// refuses the step, naming the reason) or log memory has no room now (the general path waits for it).
+    /// The commonest step, one message consumed and nothing appended but its completion record, taken without waiting and
+    /// without the general path's entry buffer: validated and applied as <see cref="PrepareStep"/> and
+    /// <see cref="ApplyStep(long)"/> do for it. False, having changed nothing, when anything is out of the ordinary: the
+    /// gate is taken, the DARQ is closed or fenced, the incarnation is not the current one, the message is not unconsumed
+    /// (the general path then refuses the step, naming the reason) or log memory has no room now (it waits for that).
     /// </summary>
     private bool TryStepConsumingOne(long incarnation, long lsn, out DarqStepResult result)
     {
-        CheckIncarnation(incarnation);
         result = default;
-        if (!_unconsumed.ContainsKey(lsn))
+        if (!_gate.Wait(0))
         {
             return false;
         }
 
-        Span<byte> completion = stackalloc byte[DarqEntryFormat.CompletionLength(1)];
-        DarqEntryFormat.WriteCompletion(completion, _nextSequence, incarnation, lsn);
-        if (!_log.TryEnqueue(completion, out long address))
+        try
         {
-            return false;
-        }
+            if (incarnation != _incarnation || _processor is null || Volatile.Read(ref _disposed) != 0 || !_unconsumed.ContainsKey(lsn) ||
+                FencedException() is not null)
+            {
+                return false;
+            }
 
-        NoteStepStart(new StepStart(address, _nextSequence));
-        RemoveUnconsumed(lsn);
-        _consumed.Add(lsn);
-        _nextSequence++;
-        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-        DarqInstrumentation.Steps.Add(1, _tag);
-        result = new DarqStepResult([], [], address, address + DarqEntryFormat.LogFootprint(completion.Length));
-        return true;
+            long sequence = _nextSequence;
+            Span<byte> completion = stackalloc byte[DarqEntryFormat.CompletionLength(1)];
+            DarqEntryFormat.WriteCompletion(completion, sequence, incarnation, lsn);
+            if (!_log.TryEnqueue(completion, out long address))
+            {
+                return false;
+            }
+
+            NoteStepStart(new StepStart(address, sequence));
+            RemoveUnconsumed(lsn);
+            _consumed.Add(lsn);
+            _nextSequence = sequence + 1;
+            Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+            DarqInstrumentation.Steps.Add(1, _tag);
+            result = new DarqStepResult([], [], address, address + DarqEntryFormat.LogFootprint(completion.Length));
+            return true;
+        }
+        finally
+        {
+            _gate.Release();
+        }
     }
 
     /// <summary>A step that found the gate taken: waits for it, then validates and appends.</summary>

@@ -7,9 +7,10 @@ namespace Dse.Darq;
 
 /// <summary>
 /// XXH64 (the same values as <see cref="XxHash64.HashToUInt64(ReadOnlySpan{byte}, long)"/>), computed inline for inputs
-/// under 32 bytes: every entry header and small bodies such as a completion record's. Those take the algorithm's short
-/// path (no stripes), which costs a few multiplications here but a call through the library's general state machine
-/// there; a step checksums two such inputs. Longer inputs go to the library.
+/// under 32 bytes, as the checksums of version-1 entries need: every entry header and small bodies such as a completion
+/// record's. Those take the algorithm's short path (no stripes), which costs a few multiplications here but a call
+/// through the library's general state machine there. Longer inputs go to the library. Entries are written in version 2
+/// now (XXH3); this reads the logs earlier builds wrote.
 /// </summary>
 internal static class ShortXxHash64
 {
