@@ -341,4 +341,29 @@ public sealed class DarqActivityTests
         Assert.Throws<ArgumentException>(() => new DarqStep().AddActivity(new string('n', 257), "x".Bytes()));
         Assert.Throws<ArgumentException>(() => DarqActivity.FromMessage(new DarqMessage(1, DarqMessageKind.Self, "x".Bytes(), IsReplay: true), darq.Name));
     }
+
+    [Fact]
+    public async Task ReusedStep_AfterAnActivity_ItsNextSelfMessageIsPlain()
+    {
+        // A processor may reuse one DarqStep for every step (Clear()); an activity of an earlier step must not mark the
+        // SELF message that later takes its index.
+        var storage = new DarqTestStorage();
+        long activity, plain;
+        await using (var darq = await storage.OpenAsync())
+        {
+            var processor = await darq.RegisterProcessorAsync();
+            var step = new DarqStep().AddActivity("charge", "42".Bytes());
+            activity = (await processor.StepAsync(step)).SelfLsns[0];
+            plain = (await processor.StepAsync(step.Clear().AddSelf("state".Bytes()))).SelfLsns[0];
+            Assert.False(step.HasActivities);
+            await darq.CommitAsync();
+        }
+
+        await using var reopened = await storage.OpenAsync();
+        var registered = await reopened.RegisterProcessorAsync();
+        var replay = registered.Drain().ToDictionary(message => message.Lsn);
+        Assert.Equal(DarqMessageKind.Activity, replay[activity].Kind);
+        Assert.Equal(DarqMessageKind.Self, replay[plain].Kind);
+        Assert.Equal("state", replay[plain].Text());
+    }
 }

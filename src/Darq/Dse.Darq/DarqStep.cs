@@ -38,6 +38,8 @@ public sealed class DarqStep
         _consumed.Clear();
         _self.Clear();
         _out.Clear();
+        // Activities are marked by SELF index: a mark left over would make the next step's SELF message there an activity.
+        _activities = null;
         return this;
     }
 
