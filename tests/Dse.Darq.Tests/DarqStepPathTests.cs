@@ -70,11 +70,15 @@ public sealed class DarqStepPathTests
 
     [Theory]
     [InlineData(ConsumeOnlyPath.Batch)]
+    [InlineData(ConsumeOnlyPath.Batch64)]
+    [InlineData(ConsumeOnlyPath.SwappedPairBatches)]
     [InlineData(ConsumeOnlyPath.LogMemoryFull)]
     public async Task Step_ConsumeOnlyFastPath_AppendsWhatTheGeneralPathAppends(ConsumeOnlyPath other)
     {
-        var fast = await RunConsumeOnlyAsync(ConsumeOnlyPath.Fast);
-        var compared = await RunConsumeOnlyAsync(other);
+        // Swapped pairs: the messages are consumed in the order 1, 0, 3, 2, ... by both runs.
+        bool swapped = other == ConsumeOnlyPath.SwappedPairBatches;
+        var fast = await RunConsumeOnlyAsync(ConsumeOnlyPath.Fast, swapped);
+        var compared = await RunConsumeOnlyAsync(other, swapped);
 
         if (other == ConsumeOnlyPath.LogMemoryFull)
         {
@@ -124,19 +128,50 @@ public sealed class DarqStepPathTests
         /// <summary>Single steps, each appended synchronously without the general path's entry buffer.</summary>
         Fast,
 
-        /// <summary>Batches of one step: the general path.</summary>
+        /// <summary>Batches of one step (each a consume-only batch).</summary>
         Batch,
+
+        /// <summary>Batches of 64 steps in rising LSN order (the consume-only batch path, several FasterLog batches per page).</summary>
+        Batch64,
+
+        /// <summary>Batches of two steps whose LSNs fall (the general batch path: a step below an earlier one of its batch).</summary>
+        SwappedPairBatches,
 
         /// <summary>Single steps with the log's writes held, so that log memory fills and steps wait for it.</summary>
         LogMemoryFull,
     }
 
     /// <summary>Enqueues small messages, then consumes each with a step of its own, <paramref name="path"/>'s way.</summary>
-    private static Task<RunResult> RunConsumeOnlyAsync(ConsumeOnlyPath path) =>
+    private static Task<RunResult> RunConsumeOnlyAsync(ConsumeOnlyPath path, bool swapPairs = false) =>
         RunAsync(8_000, holdWrites: path == ConsumeOnlyPath.LogMemoryFull, async run =>
         {
             var step = new DarqStep();
-            foreach (long lsn in run.Lsns)
+            var lsns = run.Lsns.ToList();
+            if (swapPairs)
+            {
+                for (int i = 0; i + 1 < lsns.Count; i += 2)
+                {
+                    (lsns[i], lsns[i + 1]) = (lsns[i + 1], lsns[i]);
+                }
+            }
+
+            if (path is ConsumeOnlyPath.Batch64 or ConsumeOnlyPath.SwappedPairBatches)
+            {
+                int size = path == ConsumeOnlyPath.Batch64 ? 64 : 2;
+                var pool = Enumerable.Range(0, size).Select(_ => new DarqStep()).ToArray();
+                for (int start = 0; start < lsns.Count; start += size)
+                {
+                    var batch = lsns.Skip(start).Take(size).Select((lsn, i) => pool[i].Clear().Consume(lsn)).ToList();
+                    foreach (var result in await run.Processor.StepBatchAsync(batch))
+                    {
+                        run.Results.Add((-1, result.CompletionLsn, result.DurableAt));
+                    }
+                }
+
+                return;
+            }
+
+            foreach (long lsn in lsns)
             {
                 DarqStepResult result;
                 if (path == ConsumeOnlyPath.Batch)
