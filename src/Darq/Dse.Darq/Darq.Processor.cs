@@ -143,7 +143,8 @@ public sealed partial class Darq
     /// without the general path's entry buffer: validated and applied as <see cref="PrepareStep"/> and
     /// <see cref="ApplyStep(long)"/> do for it. False, having changed nothing, when anything is out of the ordinary: the
     /// gate is taken, the DARQ is closed or fenced, the incarnation is not the current one, the message is not unconsumed
-    /// (the general path then refuses the step, naming the reason) or log memory has no room now (it waits for that).
+    /// (the general path then refuses the step, naming the reason), log memory has no room now (it waits for that), or
+    /// FasterLog's append throws (it appends again and faults the step's task with the error, so a step never throws).
     /// </summary>
     private bool TryStepConsumingOne(long incarnation, long lsn, out DarqStepResult result)
     {
@@ -164,7 +165,17 @@ public sealed partial class Darq
             long sequence = _nextSequence;
             Span<byte> completion = stackalloc byte[DarqEntryFormat.CompletionLength(1)];
             DarqEntryFormat.WriteCompletion(completion, sequence, incarnation, lsn);
-            if (!_log.TryEnqueue(completion, out long address))
+            long address;
+            try
+            {
+                if (!_log.TryEnqueue(completion, out address))
+                {
+                    return false;
+                }
+            }
+#pragma warning disable CA1031 // Not swallowed: the general path appends again and faults the step's task with what it throws.
+            catch (Exception)
+#pragma warning restore CA1031
             {
                 return false;
             }
