@@ -165,6 +165,59 @@ public sealed class DarqProducerRetirementTests
         Assert.Equal(0, await reopened.ProducerCountAsync());
     }
 
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task Retire_GroupCommitIssuedBetweenRemovalAndItsCommit_ReturnsOnlyOnceDurable()
+    {
+        // The interleaving that made a retirement return early: the removal, then a group commit that carries the new
+        // table (its write still in flight), then the retirement's own commit, which found nothing appended since that
+        // commit and returned without waiting for it. A checkpoint whose snapshot blocks holds the gate meanwhile, so the
+        // retirement and the commit queue behind it in that order; the snapshot then throws, appending nothing.
+        var storage = new DarqTestStorage();
+        HoldingDevice? commits = null;
+        await using (var darq = await storage.OpenAsync(o => o.CommitDevice = commits = new HoldingDevice(o.CommitDevice!)))
+        {
+            await darq.EnqueueAsync(7, 1, "m".Bytes());
+            var processor = await darq.RegisterProcessorAsync();
+            var message = await processor.Messages.ReadAsync();
+            await processor.StepAsync(new DarqStep().Consume(message).AddSelf("state".Bytes()));
+            await darq.CommitAsync();
+
+            using var snapshotEntered = new ManualResetEventSlim();
+            using var snapshotRelease = new ManualResetEventSlim();
+            var checkpoint = Task.Run(async () => await processor.CheckpointAsync(_ =>
+            {
+                snapshotEntered.Set();
+                snapshotRelease.Wait();
+                throw new InvalidOperationException("refused on purpose");
+            }));
+            Assert.True(snapshotEntered.Wait(TimeSpan.FromSeconds(30)), "the snapshot function did not run");
+
+            // Both wait for the gate the checkpoint holds, the retirement first.
+            var retire = darq.RetireProducerAsync(7).AsTask();
+            var groupCommit = darq.CommitAsync().AsTask();
+            commits!.Hold();
+            snapshotRelease.Set();
+            await Assert.ThrowsAsync<InvalidOperationException>(() => checkpoint);
+
+            // A correct retirement cannot return while the commit records are held back: let them through after a while.
+            // One that returns anyway must already be durable, which the crash below checks.
+            if (await Task.WhenAny(retire, Task.Delay(TimeSpan.FromSeconds(1))) != retire)
+            {
+                commits.Release();
+            }
+
+            Assert.True(await retire);
+            storage.CrashNow();
+            commits.Release();
+            await groupCommit;
+        }
+
+        await using var reopened = await storage.OpenAsync();
+        Assert.Equal(0, await reopened.ProducerCountAsync());
+        Assert.Null(await reopened.ProducerSequenceAsync(7));
+    }
+
     /// <summary>Polls a condition the test cannot await directly (the removal happens inside an action).</summary>
     private static async Task WaitUntilAsync(Func<Task<bool>> condition, CancellationToken cancellationToken)
     {
