@@ -200,9 +200,11 @@ public sealed class DarqProducerRetirementTests
             snapshotRelease.Set();
             await Assert.ThrowsAsync<InvalidOperationException>(() => checkpoint);
 
-            // A correct retirement cannot return while the commit records are held back: let them through after a while.
-            // One that returns anyway must already be durable, which the crash below checks.
-            if (await Task.WhenAny(retire, Task.Delay(TimeSpan.FromSeconds(1))) != retire)
+            // Exactly one of the two can finish while the commit records are held back. The retirement that waits for its
+            // own commit leaves the group commit nothing new to commit, so that returns at once; the old retirement
+            // returned instead, with the group commit that carried the new table still held. Only then do the records go
+            // through; a retirement that returned before must already be durable, which the crash below checks.
+            if (await Task.WhenAny(retire, groupCommit) == groupCommit)
             {
                 commits.Release();
             }
