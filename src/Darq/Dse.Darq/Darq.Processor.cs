@@ -162,9 +162,8 @@ public sealed partial class Darq
                 return false;
             }
 
-            long sequence = _nextSequence;
             Span<byte> completion = stackalloc byte[DarqEntryFormat.CompletionLength(1)];
-            DarqEntryFormat.WriteCompletion(completion, sequence, incarnation, lsn);
+            DarqEntryFormat.WriteCompletion(completion, _nextSequence, incarnation, lsn);
             long address;
             try
             {
@@ -180,19 +179,28 @@ public sealed partial class Darq
                 return false;
             }
 
-            NoteStepStart(new StepStart(address, sequence));
-            RemoveUnconsumed(lsn);
-            _consumed.Add(lsn);
-            _nextSequence = sequence + 1;
-            Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-            DarqInstrumentation.Steps.Add(1, _tag);
-            result = new DarqStepResult([], [], address, address + DarqEntryFormat.LogFootprint(completion.Length));
+            result = ApplyConsumingOne(address, lsn);
             return true;
         }
         finally
         {
             _gate.Release();
         }
+    }
+
+    /// <summary>
+    /// Applies an appended step that consumed <paramref name="lsn"/> and appended nothing but its completion record, at
+    /// <paramref name="address"/> with the next sequence number, as <see cref="ApplyStep(ref long, int)"/> would; under the gate.
+    /// </summary>
+    private DarqStepResult ApplyConsumingOne(long address, long lsn)
+    {
+        NoteStepStart(new StepStart(address, _nextSequence));
+        RemoveUnconsumed(lsn);
+        _consumed.Add(lsn);
+        _nextSequence++;
+        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
+        DarqInstrumentation.Steps.Add(1, _tag);
+        return new DarqStepResult([], [], address, address + DarqEntryFormat.LogFootprint(DarqEntryFormat.CompletionLength(1)));
     }
 
     /// <summary>A step that found the gate taken: waits for it, then validates and appends.</summary>

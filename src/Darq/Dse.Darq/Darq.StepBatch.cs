@@ -209,15 +209,9 @@ public sealed partial class Darq
     private DarqStepResult ApplyConsumeOne(ref long address, int stepIndex)
     {
         long lsn = BinaryPrimitives.ReadInt64LittleEndian(_stepEntries.Entry(stepIndex)[(DarqEntryFormat.HeaderSize + 16)..]);
-        NoteStepStart(new StepStart(address, _nextSequence));
-        RemoveUnconsumed(lsn);
-        _consumed.Add(lsn);
-        _nextSequence++;
-        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-        DarqInstrumentation.Steps.Add(1, _tag);
-        long completionLsn = address;
-        address += DarqEntryFormat.LogFootprint(DarqEntryFormat.CompletionLength(1));
-        return new DarqStepResult([], [], completionLsn, address);
+        var result = ApplyConsumingOne(address, lsn);
+        address = result.DurableAt;
+        return result;
     }
 
     /// <summary>
