@@ -12,7 +12,7 @@ namespace Dse.Darq.Grpc.Tests;
 public sealed class RemoteSnapshotCheckpointTests
 {
     /// <summary>The snapshot of a delta-log processor: the sum of its deltas ("n" or "=n") as one message "=sum".</summary>
-    private static IReadOnlyList<ReadOnlyMemory<byte>> Sum(IReadOnlyList<DarqMessage> messages)
+    internal static IReadOnlyList<ReadOnlyMemory<byte>> Sum(IReadOnlyList<DarqMessage> messages)
     {
         int sum = 0;
         foreach (var message in messages)
@@ -24,7 +24,7 @@ public sealed class RemoteSnapshotCheckpointTests
     }
 
     /// <summary>One step per value: consumes a fresh IN message (read from the stream) and adds the value as a SELF delta.</summary>
-    private static async Task<List<long>> StepDeltasAsync(RemoteDarqProducer producer, IAsyncEnumerator<DarqMessage> stream, RemoteDarqProcessor processor,
+    internal static async Task<List<long>> StepDeltasAsync(RemoteDarqProducer producer, IAsyncEnumerator<DarqMessage> stream, RemoteDarqProcessor processor,
         params int[] values)
     {
         var deltas = new List<long>();

@@ -30,6 +30,18 @@ internal static partial class DarqGrpcLog
         Message = "Remote producer {ProducerId} of DARQ '{Darq}': enqueue of sequence number {SequenceNumber} failed with {Status} (attempt {Attempt}); resending in {DelayMs} ms.")]
     public static partial void EnqueueRetrying(ILogger logger, long producerId, string darq, long sequenceNumber, StatusCode status, int attempt, long delayMs);
 
+    [LoggerMessage(EventId = 4120, Level = LogLevel.Warning,
+        Message = "Remote processor incarnation {Incarnation} of DARQ '{Darq}': automatic checkpoint failed; nothing changed, tried again after a later step.")]
+    public static partial void AutoCheckpointFailed(ILogger logger, Exception exception, string darq, long incarnation);
+
+    [LoggerMessage(EventId = 4121, Level = LogLevel.Debug,
+        Message = "Remote processor incarnation {Incarnation} of DARQ '{Darq}': automatic checkpoint due ({Threshold} reached; {SelfCount} unconsumed SELF messages, {SelfBytes} bytes).")]
+    public static partial void AutoCheckpointDue(ILogger logger, string darq, long incarnation, string threshold, int selfCount, long selfBytes);
+
+    [LoggerMessage(EventId = 4122, Level = LogLevel.Debug,
+        Message = "Remote processor incarnation {Incarnation} of DARQ '{Darq}': automatic checkpoint due ({Threshold} reached) waits until the replay's SELF messages are read.")]
+    public static partial void AutoCheckpointDeferred(ILogger logger, string darq, long incarnation, string threshold);
+
     [LoggerMessage(EventId = 4240, Level = LogLevel.Warning,
         Message = "DarqService.{Method} from {Peer} denied by DarqGrpcServiceOptions.AuthorizeOperatorCall.")]
     public static partial void OperatorCallDenied(ILogger logger, string method, string peer);

@@ -17,7 +17,7 @@ namespace Dse.Darq.Grpc;
 /// those they consume or replace. It learns only what passes through it: after a step or checkpoint whose outcome is
 /// unknown (cancelled, or not durable with <c>waitDurable</c>), register again, and the replay rebuilds the table.
 /// </remarks>
-public sealed class RemoteDarqProcessor : IDisposable
+public sealed partial class RemoteDarqProcessor : IDisposable
 {
     private readonly DarqService.DarqServiceClient _client;
     private readonly AsyncServerStreamingCall<ProcessorEvent> _call;
@@ -264,7 +264,13 @@ public sealed class RemoteDarqProcessor : IDisposable
             }
         }
 
-        return new DarqStepResult([.. reply.SelfLsns], [.. reply.OutLsns], reply.CompletionLsn, reply.DurableAt);
+        var result = new DarqStepResult([.. reply.SelfLsns], [.. reply.OutLsns], reply.CompletionLsn, reply.DurableAt);
+        if (Volatile.Read(ref _autoCheckpoint) is { } policy)
+        {
+            await CheckpointIfDueAsync(policy).ConfigureAwait(false);
+        }
+
+        return result;
     }
 
     /// <summary>
