@@ -12,6 +12,7 @@ public static class ScenarioRegistry
         new CoordinatorScenario(),
         new DarqProducerScenario(),
         new DarqStepScenario(),
+        new DarqStepPartsScenario(),
         new DarqDeliveryScenario(),
         new DarqLatencyScenario(),
         new DarqReflectScenario(),

@@ -155,7 +155,7 @@ public sealed class DarqStepScenario : IScenario
     /// no phase pays for the previous one's; what the phase itself retains (a DARQ's preload) is promoted, as in a
     /// long-running process.
     /// </summary>
-    private static void Settle()
+    internal static void Settle()
     {
         GC.Collect(GC.MaxGeneration, GCCollectionMode.Forced, blocking: true, compacting: true);
         GC.WaitForPendingFinalizers();
@@ -167,7 +167,7 @@ public sealed class DarqStepScenario : IScenario
     /// with an iterator (the entries are in log memory; the consumer sees each in place, no copy) and append one
     /// <see cref="CompletionRecordSize"/>-byte entry naming its address, as a DARQ step appends its completion record.
     /// </summary>
-    private static async Task<double> MeasureRawScanAppendAsync(DarqBench bench, int messages, bool copy, bool truncate = false)
+    internal static async Task<double> MeasureRawScanAppendAsync(DarqBench bench, int messages, bool copy, bool truncate = false)
     {
         await using var raw = bench.OpenRaw();
         var payload = DarqBench.Payload();
@@ -256,7 +256,7 @@ public sealed class DarqStepScenario : IScenario
     }
 
     /// <summary>A fresh DARQ with <paramref name="messages"/> 1 KB messages enqueued and committed, and its processor registered.</summary>
-    private static async Task<(Darq.Darq Darq, DarqProcessor Processor)> PreloadAsync(DarqBench bench, int messages, byte[] payload, CancellationToken cancellationToken,
+    internal static async Task<(Darq.Darq Darq, DarqProcessor Processor)> PreloadAsync(DarqBench bench, int messages, byte[] payload, CancellationToken cancellationToken,
         long? maxBufferedInBytes = null)
     {
         var darq = await bench.OpenDarqAsync(maxBufferedInBytes);
@@ -277,7 +277,7 @@ public sealed class DarqStepScenario : IScenario
         }
     }
 
-    private static async Task<double> MeasureStepsAsync(DarqBench bench, int messages, bool sendOut, CancellationToken cancellationToken,
+    internal static async Task<double> MeasureStepsAsync(DarqBench bench, int messages, bool sendOut, CancellationToken cancellationToken,
         long? maxBufferedInBytes = null)
     {
         var payload = DarqBench.Payload();
