@@ -48,6 +48,51 @@ public sealed class DarqStepPathTests
     }
 
     [Fact]
+    public async Task Step_LogDeviceFailedAndLogMemoryFull_FaultsTheTaskWithTheLogsErrorAndChangesNothing()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync();
+        var message = await darq.EnqueueAsync("m".Bytes());
+        var processor = await darq.RegisterProcessorAsync();
+        await darq.CommitAsync();
+
+        // The log device fails for good: the pages the next enqueues close are never flushed, and the commit that covers
+        // them fails, which FasterLog keeps and throws from every append that finds log memory full.
+        storage.LogFaults!.FailPermanently();
+        var filler = new byte[DarqTestStorage.PageSize / 8];
+        for (int i = 0; i < 10; i++)
+        {
+            await darq.EnqueueAsync(filler);
+        }
+
+        var commit = await Record.ExceptionAsync(() => darq.CommitAsync().AsTask().WaitAsync(TimeSpan.FromSeconds(30)));
+        Assert.NotNull(commit);
+        Exception? full = null;
+        for (int i = 0; i < 100 && full is null; i++)
+        {
+            full = await Record.ExceptionAsync(() => darq.EnqueueAsync(filler).AsTask().WaitAsync(TimeSpan.FromSeconds(30)));
+        }
+
+        Assert.NotNull(full);
+        long tail = darq.TailAddress;
+        int unconsumed = darq.UnconsumedCount;
+
+        // The consume-one fast path's append throws: the step is not thrown at the caller but faults its task, through the
+        // general path, which appends again and gets the same error.
+        var pending = processor.StepAsync(new DarqStep().Consume(message.Lsn));
+        Assert.True(pending.IsFaulted);
+        var error = await Assert.ThrowsAnyAsync<Exception>(() => pending.AsTask());
+        Assert.Equal(full.GetType(), error.GetType());
+        Assert.Equal(tail, darq.TailAddress);
+        Assert.Equal(unconsumed, darq.UnconsumedCount);
+
+        // The gate was released: the next step is refused the same way rather than waiting forever.
+        var again = processor.StepAsync(new DarqStep().Consume(message.Lsn));
+        Assert.True(again.IsFaulted);
+        Assert.Equal(unconsumed, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task Step_ReusedStepObject_SameResultsAsNewSteps()
     {
         var storage = new DarqTestStorage();
