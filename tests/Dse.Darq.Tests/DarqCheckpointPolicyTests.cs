@@ -321,7 +321,7 @@ public sealed class DarqCheckpointPolicyTests
     }
 
     /// <summary>Records the event ids (and exceptions) a DARQ logs.</summary>
-    private sealed class EventRecorder : ILoggerFactory, ILogger
+    internal sealed class EventRecorder : ILoggerFactory, ILogger
     {
         private readonly Lock _lock = new();
         private readonly List<(int Id, Exception? Exception)> _events = [];

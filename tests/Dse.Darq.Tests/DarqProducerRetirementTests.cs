@@ -1,3 +1,5 @@
+using Microsoft.Extensions.Time.Testing;
+
 namespace Dse.Darq.Tests;
 
 /// <summary>
@@ -236,5 +238,121 @@ public sealed class DarqProducerRetirementTests
         await darq.DisposeAsync();
 
         await Assert.ThrowsAsync<ObjectDisposedException>(async () => await darq.RetireProducerAsync(1));
+    }
+
+    private static readonly TimeSpan Idle = TimeSpan.FromMinutes(10);
+
+    private static Action<DarqOptions> RetireIdle(TimeProvider clock) => o =>
+    {
+        o.RetireIdleProducersAfter = Idle;
+        o.TimeProvider = clock;
+    };
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task RetireIdle_ProducerSilentForThePeriod_RetiredAtTheNextCommitDurably()
+    {
+        var storage = new DarqTestStorage();
+        var clock = new FakeTimeProvider();
+        var events = new DarqCheckpointPolicyTests.EventRecorder();
+        await using (var darq = await storage.OpenAsync(RetireIdle(clock), events))
+        {
+            await darq.EnqueueAsync(1, 0, "a".Bytes());
+            await darq.EnqueueAsync(2, 0, "b".Bytes());
+            await darq.CommitAsync();
+
+            clock.Advance(TimeSpan.FromMinutes(6));
+            await darq.EnqueueAsync(2, 1, "c".Bytes());
+            await darq.CommitAsync();
+            Assert.Equal(2, await darq.ProducerCountAsync());
+
+            // Producer 1 has been silent for 11 minutes, producer 2 for 5.
+            clock.Advance(TimeSpan.FromMinutes(5));
+            await darq.CommitAsync();
+
+            Assert.Equal(1, await darq.ProducerCountAsync());
+            Assert.Null(await darq.ProducerSequenceAsync(1));
+            Assert.Equal(1, await darq.ProducerSequenceAsync(2));
+            Assert.Equal([4023, 4022], events.Ids.Where(id => id is 4022 or 4023));
+            Assert.Equal(3, darq.UnconsumedCount);
+        }
+
+        // The commit carried the smaller table: a crash right after it loses nothing of the retirement.
+        storage.CrashNow();
+        await using var reopened = await storage.OpenAsync(RetireIdle(clock));
+        Assert.Equal(1, await reopened.ProducerCountAsync());
+        Assert.Null(await reopened.ProducerSequenceAsync(1));
+
+        // The documented cost: the retired producer is a new producer, an old number included.
+        Assert.False((await reopened.EnqueueAsync(1, 0, "a again".Bytes())).IsDuplicate);
+        Assert.True((await reopened.EnqueueAsync(2, 1, "c again".Bytes())).IsDuplicate);
+    }
+
+    [Fact]
+    public async Task RetireIdle_AResendCountsAsSending()
+    {
+        var clock = new FakeTimeProvider();
+        await using var darq = await new DarqTestStorage().OpenAsync(RetireIdle(clock));
+        await darq.EnqueueAsync(1, 0, "a".Bytes());
+        clock.Advance(TimeSpan.FromMinutes(8));
+        Assert.True((await darq.EnqueueAsync(1, 0, "a".Bytes())).IsDuplicate);
+
+        clock.Advance(TimeSpan.FromMinutes(8));
+        await darq.CommitAsync();
+        Assert.Equal(0, await darq.ProducerSequenceAsync(1));
+
+        clock.Advance(TimeSpan.FromMinutes(2));
+        await darq.CommitAsync();
+        Assert.Null(await darq.ProducerSequenceAsync(1));
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task RetireIdle_AfterAReopen_TheClockStartsAtTheOpen()
+    {
+        var storage = new DarqTestStorage();
+        var clock = new FakeTimeProvider();
+        await using (var darq = await storage.OpenAsync(RetireIdle(clock)))
+        {
+            await darq.EnqueueAsync(1, 0, "a".Bytes());
+            clock.Advance(TimeSpan.FromMinutes(9));
+        }
+
+        await using var reopened = await storage.OpenAsync(RetireIdle(clock));
+        // 18 minutes since producer 1 sent, 9 since the open: kept.
+        clock.Advance(TimeSpan.FromMinutes(9));
+        await reopened.CommitAsync();
+        Assert.Equal(0, await reopened.ProducerSequenceAsync(1));
+
+        clock.Advance(TimeSpan.FromMinutes(1));
+        await reopened.CommitAsync();
+        Assert.Null(await reopened.ProducerSequenceAsync(1));
+    }
+
+    [Fact]
+    public async Task RetireIdle_OffByDefault_AndBadValuesRefusedNamingTheOption()
+    {
+        var clock = new FakeTimeProvider();
+        await using (var darq = await new DarqTestStorage().OpenAsync(o => o.TimeProvider = clock))
+        {
+            await darq.EnqueueAsync(1, 0, "a".Bytes());
+            clock.Advance(TimeSpan.FromDays(400));
+            await darq.CommitAsync();
+            Assert.Equal(0, await darq.ProducerSequenceAsync(1));
+        }
+
+        foreach (var bad in new[] { TimeSpan.Zero, TimeSpan.FromSeconds(-1), Timeout.InfiniteTimeSpan })
+        {
+            var error = await Assert.ThrowsAsync<ArgumentOutOfRangeException>(() => new DarqTestStorage().OpenAsync(o => o.RetireIdleProducersAfter = bad));
+            Assert.Equal(nameof(DarqOptions.RetireIdleProducersAfter), error.ParamName);
+        }
+
+        var general = await Assert.ThrowsAsync<ArgumentException>(() => new DarqTestStorage().OpenAsync(o =>
+        {
+            o.RetireIdleProducersAfter = Idle;
+            o.Speculation = DarqSpeculationMode.General;
+        }));
+        Assert.Equal(nameof(DarqOptions.RetireIdleProducersAfter), general.ParamName);
+        Assert.Contains("RetireProducerAsync", general.Message, StringComparison.Ordinal);
     }
 }

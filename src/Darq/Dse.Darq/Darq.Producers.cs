@@ -134,6 +134,7 @@ public sealed partial class Darq
         }
 
         _producers.Remove(producerId);
+        _producerSeenAt?.Remove(producerId);
 
         // Nothing was appended: a commit that would find the tail unchanged must still carry the new table.
         _lastCommitTail = -1;

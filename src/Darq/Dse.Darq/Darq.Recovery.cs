@@ -45,6 +45,8 @@ public sealed partial class Darq
             _producers[producer] = sequence;
         }
 
+        StartIdleProducerClock();
+
         long begin = _log.BeginAddress;
         long tail = _log.TailAddress;
         long expected = state.BeginSequence;

@@ -581,6 +581,7 @@ public sealed partial class Darq : IAsyncDisposable
         bool known = _producers.TryGetValue(producerId, out long seen);
         if (known && sequenceNumber <= seen)
         {
+            NoteProducerSeen(producerId);
             DarqInstrumentation.Duplicates.Add(1, _tag);
             result = new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
             return true;
@@ -624,6 +625,7 @@ public sealed partial class Darq : IAsyncDisposable
             }
 
             _producers[producerId] = sequenceNumber;
+            NoteProducerSeen(producerId);
         }
 
         AddUnconsumed(lsn, message);
@@ -778,6 +780,7 @@ public sealed partial class Darq : IAsyncDisposable
         await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
+            RetireIdleProducersUnderGate();
             long tail = _log.TailAddress;
             long begin = _log.BeginAddress;
             if (tail == _lastCommitTail && begin == _lastCommitBegin)

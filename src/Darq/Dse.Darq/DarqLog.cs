@@ -93,4 +93,8 @@ internal static partial class DarqLog
     [LoggerMessage(EventId = 4022, Level = LogLevel.Information,
         Message = "DARQ '{Darq}' retired producer {ProducerId} (largest sequence number {Sequence}); {Count} producers remain in the deduplication table.")]
     public static partial void ProducerRetired(ILogger logger, string darq, long producerId, long sequence, int count);
+
+    [LoggerMessage(EventId = 4023, Level = LogLevel.Information,
+        Message = "DARQ '{Darq}' retires producer {ProducerId}: silent for {Silent} (DarqOptions.RetireIdleProducersAfter {Limit}).")]
+    public static partial void IdleProducerRetiring(ILogger logger, string darq, long producerId, TimeSpan silent, TimeSpan limit);
 }

@@ -90,6 +90,21 @@ public sealed class DarqOptions
     public bool ContiguousProducerSequences { get; set; }
 
     /// <summary>
+    /// Retires a producer from the deduplication table once it has sent nothing (no enqueue, no resend) for this long, as
+    /// <see cref="Darq.RetireProducerAsync"/> would: checked at each commit (the group commit or <see cref="Darq.CommitAsync"/>),
+    /// which then carries the smaller table. Default <see langword="null"/>: producers are retired by hand only. Not with
+    /// <see cref="DarqSpeculationMode.General"/> speculation (retire by hand there).
+    /// </summary>
+    /// <remarks>
+    /// A retired producer that sends again is a new producer, so a resend of a message it sent before is appended a
+    /// second time: set this well above the longest time any producer, or source DARQ delivering here, may stay silent
+    /// and then resend (an outage included). Idle time is counted in this instance's memory: after a restart every
+    /// producer in the table counts as seen at the open, so a restart only ever delays a retirement. The clock is
+    /// <see cref="TimeProvider"/>.
+    /// </remarks>
+    public TimeSpan? RetireIdleProducersAfter { get; set; }
+
+    /// <summary>
     /// Group commit interval: how often the log is committed in the background. Default 5 ms. <see cref="Timeout.InfiniteTimeSpan"/>
     /// turns background commits off (commit with <see cref="Darq.CommitAsync"/>).
     /// </summary>
@@ -291,6 +306,19 @@ public sealed class DarqOptions
             throw new ArgumentOutOfRangeException(nameof(MaxSpeculationBytes), MaxSpeculationBytes,
                 $"DarqOptions.MaxSpeculationBytes must be between {MinSpeculationBytes} and {MaxSpeculationBytesLimit} bytes " +
                 $"(the commit record's {SpeculationRoom}-byte speculation section less 4 KiB of headroom).");
+        }
+
+        if (RetireIdleProducersAfter is { } idle && idle <= TimeSpan.Zero)
+        {
+            throw new ArgumentOutOfRangeException(nameof(RetireIdleProducersAfter), idle,
+                "DarqOptions.RetireIdleProducersAfter must be positive, or null to retire producers by hand only.");
+        }
+
+        if (RetireIdleProducersAfter is not null && Speculation == DarqSpeculationMode.General)
+        {
+            throw new ArgumentException(
+                "DarqOptions.RetireIdleProducersAfter is not supported with Speculation General: a retirement there must wait for its version's commit; " +
+                "call Darq.RetireProducerAsync instead.", nameof(RetireIdleProducersAfter));
         }
 
         if (Speculation == DarqSpeculationMode.General && (Dse is null || Coordinator is null))
