@@ -17,6 +17,8 @@ namespace Dse.Benchmarks.Scenarios;
 /// <item><c>stream</c>: a DARQ's processor stream and a reused <see cref="DarqStep"/>, then the skeleton's gate and
 /// append (to a raw log of its own): everything a processor loop does but <see cref="DarqProcessor.StepAsync"/>.</item>
 /// <item><c>step</c>: the real consume-only steps, as <c>darq-step</c> measures them.</item>
+/// <item><c>multi</c>: real steps that each consume every message available, up to <see cref="DarqStepScenario.BatchSize"/>
+/// (one step, one completion record listing them all): the step's fixed cost shared by many messages.</item>
 /// </list>
 /// Keys: <c>raw_ops</c>, each loop's <c>*_ops</c> and its <c>*_ratio</c> to the raw loop (medians over rounds).
 /// </summary>
@@ -25,7 +27,7 @@ public sealed class DarqStepPartsScenario : IScenario
     public string Name => "darq-step-parts";
 
     public string Description => "What a consume-only DARQ step costs, in parts: a bare channel+gate+append skeleton (packed and spread), the DARQ's " +
-        "processor stream with a bare append, and real steps, each / the raw FasterLog scan+append; same device, same run.";
+        "processor stream with a bare append, real steps, and steps consuming up to 64 messages each, each / the raw FasterLog scan+append; same device, same run.";
 
     public async Task<ScenarioResults> RunAsync(ScenarioContext context)
     {
@@ -38,6 +40,7 @@ public sealed class DarqStepPartsScenario : IScenario
         var spread = new List<double>();
         var stream = new List<double>();
         var step = new List<double>();
+        var multi = new List<double>();
         // Discarded rounds first (as many as darq-step's), so that every loop runs on tier-1 code.
         int warmups = context.Pick(DarqStepScenario.WarmupRounds, 1);
         for (int round = -warmups; round < rounds; round++)
@@ -48,6 +51,7 @@ public sealed class DarqStepPartsScenario : IScenario
             double p = await MeasureSkeletonAsync(bench, count, spreadMessages: true);
             double s = await MeasureStreamAsync(bench, count, context.CancellationToken);
             double d = await DarqStepScenario.MeasureStepsAsync(bench, count, sendOut: false, context.CancellationToken);
+            double m = await MeasureMultiConsumeAsync(bench, count, context.CancellationToken);
             if (round < 0)
             {
                 continue;
@@ -58,8 +62,9 @@ public sealed class DarqStepPartsScenario : IScenario
             spread.Add(p);
             stream.Add(s);
             step.Add(d);
+            multi.Add(m);
             context.Log.WriteLine($"darq-step-parts round {round + 1}: raw {r:F0}/s; skeleton {k:F0}/s ({k / r:F3}); spread {p:F0}/s ({p / r:F3}); " +
-                $"stream {s:F0}/s ({s / r:F3}); step {d:F0}/s ({d / r:F3})");
+                $"stream {s:F0}/s ({s / r:F3}); step {d:F0}/s ({d / r:F3}); multi {m:F0} messages/s ({m / r:F3})");
         }
 
         double rawOps = Stats.Median(raw);
@@ -73,6 +78,9 @@ public sealed class DarqStepPartsScenario : IScenario
             .Add("stream_ratio", Stats.Median(stream) / rawOps, 3)
             .Add("step_ops", Stats.Median(step), 0)
             .Add("step_ratio", Stats.Median(step) / rawOps, 3)
+            .Add("multi_ops", Stats.Median(multi), 0)
+            .Add("multi_ratio", Stats.Median(multi) / rawOps, 3)
+            .Add("multi_max_messages", DarqStepScenario.BatchSize)
             .Add("messages", messages)
             .Add("message_bytes", DarqBench.MessageSize);
     }
@@ -106,6 +114,33 @@ public sealed class DarqStepPartsScenario : IScenario
         await using var appendLog = bench.OpenRaw();
         var step = new DarqStep();
         return await TimeGateAndAppendAsync(processor.ReadAllAsync(cancellationToken), message => step.Clear().Consume(message).Consumed[0], appendLog, messages);
+    }
+
+    /// <summary>Consume-only steps that each consume every message available, up to <see cref="DarqStepScenario.BatchSize"/>; messages per second.</summary>
+    private static async Task<double> MeasureMultiConsumeAsync(DarqBench bench, int messages, CancellationToken cancellationToken)
+    {
+        var (darq, processor) = await DarqStepScenario.PreloadAsync(bench, messages, DarqBench.Payload(), cancellationToken);
+        await using var owned = darq;
+        var available = new List<DarqMessage>(DarqStepScenario.BatchSize);
+        var step = new DarqStep();
+        int consumed = 0;
+        DarqStepScenario.Settle();
+        var clock = Stopwatch.StartNew();
+        while (consumed < messages &&
+            await processor.ReadAvailableAsync(available, Math.Min(DarqStepScenario.BatchSize, messages - consumed), cancellationToken) > 0)
+        {
+            step.Clear();
+            foreach (var message in available)
+            {
+                step.Consume(message);
+            }
+
+            await processor.StepAsync(step, cancellationToken);
+            consumed += available.Count;
+            available.Clear();
+        }
+
+        return messages / clock.Elapsed.TotalSeconds;
     }
 
     /// <summary>Times, for each of the first <paramref name="messages"/> items, an interlocked gate and a 48-byte append naming <paramref name="lsnOf"/>.</summary>
