@@ -330,6 +330,32 @@ public sealed class DarqProducerRetirementTests
     }
 
     [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task RetireIdle_DueAtTheFinalCommitOfAClose_RetiredAndTheCloseStillCommits()
+    {
+        var storage = new DarqTestStorage();
+        var clock = new FakeTimeProvider();
+        long pending;
+        await using (var darq = await storage.OpenAsync(RetireIdle(clock)))
+        {
+            await darq.EnqueueAsync(1, 0, "a".Bytes());
+            await darq.CommitAsync();
+            clock.Advance(TimeSpan.FromMinutes(11));
+            // Not committed before the close: only the close's own commit makes it durable.
+            pending = (await darq.EnqueueAsync("pending".Bytes())).Lsn;
+        }
+
+        await using var reopened = await storage.OpenAsync(RetireIdle(clock));
+        Assert.Equal(2, reopened.UnconsumedCount);
+        Assert.Null(await reopened.ProducerSequenceAsync(1));
+        var processor = await reopened.RegisterProcessorAsync();
+        Assert.Equal(2, processor.ReplayCount);
+        Assert.True(processor.Messages.TryRead(out _));
+        Assert.True(processor.Messages.TryRead(out var last));
+        Assert.Equal(pending, last.Lsn);
+    }
+
+    [Fact]
     public async Task RetireIdle_OffByDefault_AndBadValuesRefusedNamingTheOption()
     {
         var clock = new FakeTimeProvider();

@@ -61,12 +61,12 @@ public sealed partial class Darq
         var idle = _options.RetireIdleProducersAfter!.Value;
         var every = idle / 8 < IdleSweepInterval ? idle / 8 : IdleSweepInterval;
         _nextIdleSweep = now + (long)(every.TotalSeconds * time.TimestampFrequency);
-        List<(long Producer, TimeSpan Silent)>? silent = null;
-        foreach (long producer in _producers.Keys)
+        List<(long Producer, long Sequence, TimeSpan Silent)>? silent = null;
+        foreach (var (producer, sequence) in _producers)
         {
             if (!seenAt.TryGetValue(producer, out long seen))
             {
-                // Entered the table without a note (a rollback restoring it): its clock starts now.
+                // Every way into the table notes the producer; should one not, its clock starts now rather than never.
                 seenAt[producer] = now;
                 continue;
             }
@@ -74,7 +74,7 @@ public sealed partial class Darq
             var elapsed = time.GetElapsedTime(seen, now);
             if (elapsed >= idle)
             {
-                (silent ??= []).Add((producer, elapsed));
+                (silent ??= []).Add((producer, sequence, elapsed));
             }
         }
 
@@ -83,10 +83,10 @@ public sealed partial class Darq
             return;
         }
 
-        foreach (var (producer, elapsed) in silent)
+        foreach (var (producer, sequence, elapsed) in silent)
         {
             DarqLog.IdleProducerRetiring(_logger, Name, producer, elapsed, idle);
-            RetireUnderGate(producer);
+            RemoveProducerUnderGate(producer, sequence);
         }
     }
 }

@@ -133,6 +133,16 @@ public sealed partial class Darq
             NoteProducerChange(producerId, seen);
         }
 
+        RemoveProducerUnderGate(producerId, seen);
+        return true;
+    }
+
+    /// <summary>
+    /// Removes a producer the table holds with <paramref name="seen"/>, without the closed and fenced checks (the idle
+    /// sweep runs inside a commit, the final one of a close included); under the gate.
+    /// </summary>
+    private void RemoveProducerUnderGate(long producerId, long seen)
+    {
         _producers.Remove(producerId);
         _producerSeenAt?.Remove(producerId);
 
@@ -140,6 +150,5 @@ public sealed partial class Darq
         _lastCommitTail = -1;
         DarqInstrumentation.ProducersRetired.Add(1, _tag);
         DarqLog.ProducerRetired(_logger, Name, producerId, seen, _producers.Count);
-        return true;
     }
 }
