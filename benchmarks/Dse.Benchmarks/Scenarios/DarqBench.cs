@@ -117,18 +117,22 @@ internal sealed class DarqBench : IDisposable
                 // The loop ends by cancellation.
             }
 
-            // Off this thread and bounded, as a DARQ closes its storage: FASTER's local-file device waits in Dispose for
-            // every file handle it lent out, and in one full darq-step run (stop 16) one never came back, which hung the
-            // whole run between two phases.
+            // Off this thread and bounded, as a DARQ closes its storage: in some full darq-step runs (stops 16-18) a raw
+            // log did not close, which hung the whole run between two phases. The warning says which Dispose did not
+            // return (stop 18: once, with the device's file handles all back in its pools and nothing pending, so not the
+            // device).
+            int stage = 0;
             var closing = Task.Run(() =>
             {
                 Log.Dispose();
+                Volatile.Write(ref stage, 1);
                 _device.Dispose();
             });
             if (await Task.WhenAny(closing, Task.Delay(CloseTimeout)) != closing)
             {
+                string stuck = Volatile.Read(ref stage) == 0 ? "FasterLog.Dispose" : "the device's Dispose";
                 await Console.Error.WriteLineAsync(
-                    $"warning: a raw FasterLog's device did not close within {CloseTimeout.TotalSeconds:F0} s (FASTER's local-file device waiting for a file handle); it is left open.");
+                    $"warning: a raw FasterLog did not close within {CloseTimeout.TotalSeconds:F0} s ({stuck} did not return); it is left open.");
             }
 
             _stop.Dispose();
