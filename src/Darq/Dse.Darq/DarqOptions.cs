@@ -91,8 +91,8 @@ public sealed class DarqOptions
 
     /// <summary>
     /// Retires a producer from the deduplication table once it has sent nothing (no enqueue, no resend) for this long, as
-    /// <see cref="Darq.RetireProducerAsync"/> would: checked at each commit (the group commit or <see cref="Darq.CommitAsync"/>),
-    /// which then carries the smaller table. Default <see langword="null"/>: producers are retired by hand only. Not with
+    /// <see cref="Darq.RetireProducerAsync"/> would: looked for at a commit (the group commit or <see cref="Darq.CommitAsync"/>),
+    /// at most once a second (or an eighth of the period, if shorter), and that commit carries the smaller table. Default <see langword="null"/>: producers are retired by hand only. Not with
     /// <see cref="DarqSpeculationMode.General"/> speculation (retire by hand there).
     /// </summary>
     /// <remarks>
