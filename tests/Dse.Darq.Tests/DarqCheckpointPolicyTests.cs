@@ -248,6 +248,7 @@ public sealed class DarqCheckpointPolicyTests
         Assert.Contains(4220, events.Ids);
         var failure = Assert.Single(events.Events, e => e.Id == 4203);
         Assert.IsType<FormatException>(failure.Exception);
+        Assert.Same(failure.Exception, processor.LastAutoCheckpointError);
 
         // The step still succeeds; the threshold stays reached, so the next step tries again (and fails again).
         deltas.AddRange(await StepDeltasAsync(darq, processor, 3));
@@ -260,6 +261,7 @@ public sealed class DarqCheckpointPolicyTests
         broken = false;
         deltas.AddRange(await StepDeltasAsync(darq, processor, 4));
         Assert.Equal(deltas, processor.LastAutoCheckpoint!.ReplacedLsns);
+        Assert.Null(processor.LastAutoCheckpointError);
         Assert.Equal((1, 3L), Counters(darq));
         await darq.CommitAsync();
         await using var reopened = await storage.Snapshot().OpenAsync();

@@ -11,8 +11,16 @@ public sealed partial class DarqProcessor
 
     private DarqCheckpointResult? _lastAutoCheckpoint;
 
+    private Exception? _lastAutoCheckpointError;
+
     /// <summary>The last automatic checkpoint that compacted something (its snapshot's LSNs); null before the first.</summary>
     public DarqCheckpointResult? LastAutoCheckpoint => Volatile.Read(ref _lastAutoCheckpoint);
+
+    /// <summary>
+    /// Why the last automatic checkpoint attempt failed (also logged, event 4203); null before any failure and again after
+    /// the next attempt that succeeds.
+    /// </summary>
+    public Exception? LastAutoCheckpointError => Volatile.Read(ref _lastAutoCheckpointError);
 
     /// <summary>
     /// Turns on automatic checkpoints: after every <paramref name="everySteps"/>-th step through this processor; the same
@@ -88,11 +96,14 @@ public sealed partial class DarqProcessor
                 {
                     Volatile.Write(ref _lastAutoCheckpoint, checkpoint);
                 }
+
+                Volatile.Write(ref _lastAutoCheckpointError, null);
             }
 #pragma warning disable CA1031 // The step succeeded; a failed automatic checkpoint is logged and retried later, not reported as the step's failure.
             catch (Exception e)
 #pragma warning restore CA1031
             {
+                Volatile.Write(ref _lastAutoCheckpointError, e);
                 _darq.AutoCheckpointFailed(e, Incarnation);
             }
         }
