@@ -199,7 +199,10 @@ public sealed partial class Darq
         _consumed.Add(lsn);
         _nextSequence++;
         Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-        DarqInstrumentation.Steps.Add(1, _tag);
+        if (DarqInstrumentation.Steps.Enabled)
+        {
+            DarqInstrumentation.Steps.Add(1, _tag);
+        }
         return new DarqStepResult([], [], address, address + DarqEntryFormat.LogFootprint(DarqEntryFormat.CompletionLength(1)));
     }
 
@@ -360,7 +363,10 @@ public sealed partial class Darq
         _nextSequence += entryEnd - entryStart;
         Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
         Volatile.Write(ref _pendingOutCount, _pendingOut.Count);
-        DarqInstrumentation.Steps.Add(1, _tag);
+        if (DarqInstrumentation.Steps.Enabled)
+        {
+            DarqInstrumentation.Steps.Add(1, _tag);
+        }
         long completionLsn = address;
         address += DarqEntryFormat.LogFootprint(completion.Length);
         return new DarqStepResult(selfLsns, outLsns, completionLsn, address);

@@ -640,7 +640,10 @@ public sealed partial class Darq : IAsyncDisposable
             SignalFeed();
         }
 
-        DarqInstrumentation.Enqueues.Add(1, _tag);
+        if (DarqInstrumentation.Enqueues.Enabled)
+        {
+            DarqInstrumentation.Enqueues.Add(1, _tag);
+        }
         return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
     }
 

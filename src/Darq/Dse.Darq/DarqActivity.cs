@@ -25,7 +25,6 @@ public sealed record DarqActivity(long Lsn, string Name, ReadOnlyMemory<byte> In
     /// <exception cref="ArgumentException">The message is not an activity, or its envelope is malformed.</exception>
     public static DarqActivity FromMessage(DarqMessage message, string darqName)
     {
-        ArgumentNullException.ThrowIfNull(message);
         ArgumentException.ThrowIfNullOrEmpty(darqName);
         if (message.Kind != DarqMessageKind.Activity)
         {

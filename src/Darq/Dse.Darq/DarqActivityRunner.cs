@@ -132,7 +132,6 @@ public sealed class DarqActivityRunner : IAsyncDisposable
     /// <exception cref="InvalidOperationException">The activity's name has no registered handler; it stays pending.</exception>
     public bool TryStart(DarqMessage message)
     {
-        ArgumentNullException.ThrowIfNull(message);
         ThrowIfDisposed();
         if (message.Kind != DarqMessageKind.Activity)
         {

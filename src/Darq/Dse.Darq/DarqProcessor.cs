@@ -10,12 +10,26 @@ namespace Dse.Darq;
 public sealed partial class DarqProcessor
 {
     private readonly Darq _darq;
+
     /// <summary>
-    /// The stream. Not marked single-reader: only the multi-reader channel can count what waits in it, which the feed of a
-    /// spilled backlog needs (<see cref="Unread"/>).
+    /// The stream: single-reader, whose reads take no interlocked operation (a processor steps one message after another,
+    /// and the multi-reader channel's dequeue was a measurable part of a consume-only step). It cannot count what waits in
+    /// it, so <see cref="_handedOver"/> and <see cref="_read"/> do, for the feed of a spilled backlog (<see cref="Unread"/>).
     /// </summary>
     private readonly Channel<DarqMessage> _messages =
-        Channel.CreateUnbounded<DarqMessage>(new UnboundedChannelOptions { SingleReader = false, SingleWriter = false });
+        Channel.CreateUnbounded<DarqMessage>(new UnboundedChannelOptions { SingleReader = true, SingleWriter = false });
+
+    /// <summary>The stream's reader, which counts what it hands out.</summary>
+    private readonly CountingReader _reader;
+
+    /// <summary>
+    /// Messages written to the stream. Writes are serialized: under the DARQ's gate, or under the lock of
+    /// <see cref="_held"/> when speculation is off (each processor uses one of the two).
+    /// </summary>
+    private long _handedOver;
+
+    /// <summary>Messages read from the stream (by its one reader).</summary>
+    private long _read;
 
     /// <summary>Speculation off: messages not yet committed, in delivery order, held back until a commit covers them.</summary>
     private readonly Queue<DarqMessage>? _held;
@@ -23,6 +37,7 @@ public sealed partial class DarqProcessor
     internal DarqProcessor(Darq darq, long incarnation, int replayCount, bool holdUncommitted = false, long replayEnd = long.MaxValue)
     {
         _darq = darq;
+        _reader = new CountingReader(this, _messages.Reader);
         _held = holdUncommitted ? new Queue<DarqMessage>() : null;
         Incarnation = incarnation;
         ReplayCount = replayCount;
@@ -38,12 +53,16 @@ public sealed partial class DarqProcessor
     /// <summary>Every IN message below this LSN was in the log at registration (replay); the ones from it on are live traffic.</summary>
     internal long ReplayEnd { get; }
 
-    /// <summary>The messages to step; each says whether it is replay or live traffic.</summary>
-    public ChannelReader<DarqMessage> Messages => _messages.Reader;
+    /// <summary>
+    /// The messages to step; each says whether it is replay or live traffic. The stream has one reader: read it from one
+    /// loop (one read at a time, from any thread), as a processor steps; concurrent reads are not supported (the DARQ's
+    /// validation still refuses a message consumed twice). Its <see cref="ChannelReader{T}.Count"/> is what waits in it.
+    /// </summary>
+    public ChannelReader<DarqMessage> Messages => _reader;
 
-    /// <summary>Streams the messages to step until the DARQ closes or a newer processor registers.</summary>
+    /// <summary>Streams the messages to step until the DARQ closes or a newer processor registers (one reader; see <see cref="Messages"/>).</summary>
     /// <param name="cancellationToken">Stops the enumeration.</param>
-    public IAsyncEnumerable<DarqMessage> ReadAllAsync(CancellationToken cancellationToken = default) => _messages.Reader.ReadAllAsync(cancellationToken);
+    public IAsyncEnumerable<DarqMessage> ReadAllAsync(CancellationToken cancellationToken = default) => _reader.ReadAllAsync(cancellationToken);
 
     /// <summary>Steps under this processor's incarnation; see <see cref="Darq.StepAsync"/>.</summary>
     /// <param name="step">The step.</param>
@@ -78,7 +97,7 @@ public sealed partial class DarqProcessor
     {
         ArgumentNullException.ThrowIfNull(buffer);
         ArgumentOutOfRangeException.ThrowIfLessThan(maxCount, 1);
-        var reader = _messages.Reader;
+        var reader = _reader;
         while (true)
         {
             int count = 0;
@@ -96,7 +115,7 @@ public sealed partial class DarqProcessor
     }
 
     /// <summary>How many messages were handed over and not read yet (held ones not counted); 0 once everything handed over was read.</summary>
-    internal int Unread => _messages.Reader.Count;
+    internal int Unread => (int)Math.Max(0, Volatile.Read(ref _handedOver) - Volatile.Read(ref _read));
 
     /// <summary>The DARQ this processor is registered with.</summary>
     internal Darq Darq => _darq;
@@ -106,7 +125,7 @@ public sealed partial class DarqProcessor
     {
         if (_held is null)
         {
-            _messages.Writer.TryWrite(message);
+            Write(message);
             return;
         }
 
@@ -138,7 +157,18 @@ public sealed partial class DarqProcessor
         long committed = _darq.CommittedUntilAddress;
         while (_held!.TryPeek(out var next) && next.Lsn < committed)
         {
-            _messages.Writer.TryWrite(_held.Dequeue());
+            Write(_held.Dequeue());
+        }
+    }
+
+    /// <summary>Writes a message to the stream, counted first so that the count read never trails what can be read; writes are serialized (see <see cref="_handedOver"/>).</summary>
+    private void Write(DarqMessage message)
+    {
+        Volatile.Write(ref _handedOver, _handedOver + 1);
+        if (!_messages.Writer.TryWrite(message))
+        {
+            // The stream is complete (superseded or closed): nothing more will be read.
+            Volatile.Write(ref _handedOver, _handedOver - 1);
         }
     }
 
@@ -149,4 +179,54 @@ public sealed partial class DarqProcessor
 
     /// <summary>Ends the stream with <paramref name="error"/> after the messages already in it (a spilled message that cannot be read back).</summary>
     internal void Fail(Exception error) => _messages.Writer.TryComplete(error);
+
+    /// <summary>The single-reader stream's reader, counting each message it hands out (for <see cref="Unread"/>).</summary>
+    private sealed class CountingReader(DarqProcessor owner, ChannelReader<DarqMessage> inner) : ChannelReader<DarqMessage>
+    {
+        public override Task Completion => inner.Completion;
+
+        public override bool CanCount => true;
+
+        public override int Count => owner.Unread;
+
+        public override bool CanPeek => inner.CanPeek;
+
+        public override bool TryRead(out DarqMessage item)
+        {
+            if (!inner.TryRead(out item))
+            {
+                return false;
+            }
+
+            NoteRead();
+            return true;
+        }
+
+        /// <summary>The channel's own read, so that a completed stream's error comes wrapped as the channel wraps it.</summary>
+        public override ValueTask<DarqMessage> ReadAsync(CancellationToken cancellationToken = default)
+        {
+            var pending = inner.ReadAsync(cancellationToken);
+            if (pending.IsCompletedSuccessfully)
+            {
+                NoteRead();
+                return pending;
+            }
+
+            return CountWhenReadAsync(pending);
+        }
+
+        public override bool TryPeek(out DarqMessage item) => inner.TryPeek(out item);
+
+        public override ValueTask<bool> WaitToReadAsync(CancellationToken cancellationToken = default) => inner.WaitToReadAsync(cancellationToken);
+
+        private async ValueTask<DarqMessage> CountWhenReadAsync(ValueTask<DarqMessage> pending)
+        {
+            var message = await pending.ConfigureAwait(false);
+            NoteRead();
+            return message;
+        }
+
+        // One reader: no other thread writes this count.
+        private void NoteRead() => Volatile.Write(ref owner._read, owner._read + 1);
+    }
 }

@@ -57,7 +57,6 @@ public sealed class DarqStep
     /// <returns>This step.</returns>
     public DarqStep Consume(DarqMessage message)
     {
-        ArgumentNullException.ThrowIfNull(message);
         return Consume(message.Lsn);
     }
 
