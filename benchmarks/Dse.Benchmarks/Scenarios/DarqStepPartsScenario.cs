@@ -11,7 +11,7 @@ namespace Dse.Benchmarks.Scenarios;
 /// 1 KB entries plus one 48-byte append each), in one run: loops that do part of what a step does, so the gap between
 /// the raw loop and a DARQ step can be placed.
 /// <list type="bullet">
-/// <item><c>skeleton</c>: an unbounded channel of small message objects (packed, allocated one after another), an
+/// <item><c>skeleton</c>: an unbounded single-reader channel (as the processor stream is) of small message objects (packed, allocated one after another), an
 /// interlocked gate, a 48-byte append naming the message's LSN. No DARQ.</item>
 /// <item><c>spread</c>: the same, each message object allocated next to its own 1 KB payload, so they lie 1 KB apart.</item>
 /// <item><c>stream</c>: a DARQ's processor stream and a reused <see cref="DarqStep"/>, then the skeleton's gate and
@@ -41,22 +41,27 @@ public sealed class DarqStepPartsScenario : IScenario
         var stream = new List<double>();
         var step = new List<double>();
         var multi = new List<double>();
-        // Discarded rounds first (as many as darq-step's), so that every loop runs on tier-1 code.
-        int warmups = context.Pick(DarqStepScenario.WarmupRounds, 1);
-        for (int round = -warmups; round < rounds; round++)
-        {
-            int count = round < 0 ? context.Pick(DarqStepScenario.WarmupMessages, 20_000) : messages;
-            double r = await DarqStepScenario.MeasureRawScanAppendAsync(bench, count, copy: false);
-            double k = await MeasureSkeletonAsync(bench, count, spreadMessages: false);
-            double p = await MeasureSkeletonAsync(bench, count, spreadMessages: true);
-            double s = await MeasureStreamAsync(bench, count, context.CancellationToken);
-            double d = await DarqStepScenario.MeasureStepsAsync(bench, count, sendOut: false, context.CancellationToken);
-            double m = await MeasureMultiConsumeAsync(bench, count, context.CancellationToken);
-            if (round < 0)
+        // Discarded rounds first (as darq-step's: until the JIT falls quiet), so that every loop runs on its final code.
+        int warmupMessages = context.Pick(DarqStepScenario.WarmupMessages, 20_000);
+        var (warmups, quiet) = await JitWarmup.RunAsync(Name, async () =>
             {
-                continue;
-            }
-
+                await DarqStepScenario.MeasureRawScanAppendAsync(bench, warmupMessages, copy: false);
+                await MeasureSkeletonAsync(bench, warmupMessages, spreadMessages: false);
+                await MeasureSkeletonAsync(bench, warmupMessages, spreadMessages: true);
+                await MeasureStreamAsync(bench, warmupMessages, context.CancellationToken);
+                await DarqStepScenario.MeasureStepsAsync(bench, warmupMessages, sendOut: false, context.CancellationToken);
+                await MeasureMultiConsumeAsync(bench, warmupMessages, context.CancellationToken);
+            },
+            context.Pick(DarqStepScenario.WarmupRounds, 1), context.Pick(DarqStepScenario.MaxWarmupRounds, 1), context.Log);
+        long compiledBefore = JitWarmup.CompiledMethods;
+        for (int round = 0; round < rounds; round++)
+        {
+            double r = await DarqStepScenario.MeasureRawScanAppendAsync(bench, messages, copy: false);
+            double k = await MeasureSkeletonAsync(bench, messages, spreadMessages: false);
+            double p = await MeasureSkeletonAsync(bench, messages, spreadMessages: true);
+            double s = await MeasureStreamAsync(bench, messages, context.CancellationToken);
+            double d = await DarqStepScenario.MeasureStepsAsync(bench, messages, sendOut: false, context.CancellationToken);
+            double m = await MeasureMultiConsumeAsync(bench, messages, context.CancellationToken);
             raw.Add(r);
             skeleton.Add(k);
             spread.Add(p);
@@ -81,6 +86,9 @@ public sealed class DarqStepPartsScenario : IScenario
             .Add("multi_ops", Stats.Median(multi), 0)
             .Add("multi_ratio", Stats.Median(multi) / rawOps, 3)
             .Add("multi_max_messages", DarqStepScenario.BatchSize)
+            .Add("warmup_rounds", warmups)
+            .Add("warmup_quiet", quiet ? 1 : 0)
+            .Add("jit_methods_measured", JitWarmup.CompiledMethods - compiledBefore)
             .Add("messages", messages)
             .Add("message_bytes", DarqBench.MessageSize);
     }
@@ -93,7 +101,7 @@ public sealed class DarqStepPartsScenario : IScenario
     {
         await using var log = bench.OpenRaw();
         var payload = DarqBench.Payload();
-        var channel = Channel.CreateUnbounded<Message>(new UnboundedChannelOptions { SingleReader = false, SingleWriter = false });
+        var channel = Channel.CreateUnbounded<Message>(new UnboundedChannelOptions { SingleReader = true, SingleWriter = false });
         for (int i = 0; i < messages; i++)
         {
             long lsn = await log.EnqueueAsync(payload);
@@ -103,7 +111,7 @@ public sealed class DarqStepPartsScenario : IScenario
 
         await log.Log.CommitAsync();
         await using var appendLog = bench.OpenRaw();
-        return await TimeGateAndAppendAsync(channel.Reader.ReadAllAsync(), message => message.Lsn, appendLog, messages);
+        return await TimeGateAndAppendAsync(channel.Reader, message => message.Lsn, appendLog, messages);
     }
 
     /// <summary>A DARQ's processor stream and a reused step object, then the skeleton's gate and append instead of a step.</summary>
@@ -113,7 +121,7 @@ public sealed class DarqStepPartsScenario : IScenario
         await using var owned = darq;
         await using var appendLog = bench.OpenRaw();
         var step = new DarqStep();
-        return await TimeGateAndAppendAsync(processor.ReadAllAsync(cancellationToken), message => step.Clear().Consume(message).Consumed[0], appendLog, messages);
+        return await TimeGateAndAppendAsync(processor.Messages, message => step.Clear().Consume(message).Consumed[0], appendLog, messages);
     }
 
     /// <summary>Consume-only steps that each consume every message available, up to <see cref="DarqStepScenario.BatchSize"/>; messages per second.</summary>
@@ -144,15 +152,26 @@ public sealed class DarqStepPartsScenario : IScenario
     }
 
     /// <summary>Times, for each of the first <paramref name="messages"/> items, an interlocked gate and a 48-byte append naming <paramref name="lsnOf"/>.</summary>
-    private static async Task<double> TimeGateAndAppendAsync<T>(IAsyncEnumerable<T> source, Func<T, long> lsnOf, DarqBench.RawLog log, int messages)
+    private static async Task<double> TimeGateAndAppendAsync<T>(ChannelReader<T> source, Func<T, long> lsnOf, DarqBench.RawLog log, int messages)
     {
         var completion = new byte[DarqStepScenario.CompletionRecordSize];
         int gate = 0;
         int done = 0;
         DarqStepScenario.Settle();
         var clock = Stopwatch.StartNew();
-        await foreach (var item in source)
+        // The loop shape of darq-step's (and the raw loop's): read without waiting, wait only when nothing is there.
+        while (true)
         {
+            if (!source.TryRead(out var item))
+            {
+                if (!await source.WaitToReadAsync())
+                {
+                    throw new InvalidOperationException($"The stream ended after {done} of {messages} messages.");
+                }
+
+                continue;
+            }
+
             if (Interlocked.CompareExchange(ref gate, 1, 0) != 0)
             {
                 throw new InvalidOperationException("The skeleton's gate is taken by no one else.");

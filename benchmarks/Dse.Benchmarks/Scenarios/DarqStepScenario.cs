@@ -45,11 +45,15 @@ public sealed class DarqStepScenario : IScenario
     public const int WarmupMessages = 50_000;
 
     /// <summary>
-    /// Discarded warm-up rounds in a full run: on two cores the JIT's tier-1 code for both sides (DARQ's step path, the
-    /// raw loop, FasterLog) arrives over several seconds, and a single short warm-up left the first measured rounds on
-    /// tier-0 code (the raw side ran at a quarter of its later speed in the first round).
+    /// The fewest discarded warm-up rounds in a full run: on two cores the JIT's tier-1 code for both sides (DARQ's step
+    /// path, the raw loop, FasterLog) arrives over several seconds, and a single short warm-up left the first measured
+    /// rounds on tier-0 code (the raw side ran at a quarter of its later speed in the first round). More rounds follow
+    /// until one compiles (almost) nothing (<see cref="JitWarmup"/>), up to <see cref="MaxWarmupRounds"/>.
     /// </summary>
     public const int WarmupRounds = 2;
+
+    /// <summary>The most warm-up rounds in a full run, if the JIT never falls quiet.</summary>
+    public const int MaxWarmupRounds = 12;
 
     /// <summary>The share of the last timed phase spent in garbage-collection pauses (logged with each round).</summary>
     private static double s_lastPauseShare;
@@ -76,15 +80,17 @@ public sealed class DarqStepScenario : IScenario
         // Warm-up rounds (every phase, WarmupMessages each) are run and discarded, so no measured round pays for JIT
         // compilation and tiering.
         int warmupMessages = context.Pick(WarmupMessages, 20_000);
-        for (int warmup = context.Pick(WarmupRounds, 1); warmup > 0; warmup--)
-        {
-            await RunRoundAsync(bench, warmupMessages, warmupMessages, new Variant(), new Variant(), context.CancellationToken);
-        }
+        var (warmups, quiet) = await JitWarmup.RunAsync(Name,
+            () => RunRoundAsync(bench, warmupMessages, warmupMessages, new Variant(), new Variant(), context.CancellationToken),
+            context.Pick(WarmupRounds, 1), context.Pick(MaxWarmupRounds, 1), context.Log);
         var paper = new Variant();
         var withOut = new Variant();
+        long compiledBefore = JitWarmup.CompiledMethods;
         for (int round = 0; round < rounds; round++)
         {
+            long roundStart = JitWarmup.CompiledMethods;
             await RunRoundAsync(bench, messages, outMessages, paper, withOut, context.CancellationToken);
+            context.Log.WriteLine($"darq-step round {round + 1}: the JIT compiled {JitWarmup.CompiledMethods - roundStart} methods");
             context.Log.WriteLine($"darq-step round {round + 1}, consume only: {paper.Describe("raw scan+append")}; " +
                 $"raw scan (copying)+append {paper.RawCopy.Ops[^1]:F0}/s (GC pauses {paper.RawCopy.Pause[^1]:P0}; CPU {paper.RawCopy.Cpu[^1]:F2} us per operation); " +
                 $"raw scan+append truncating {paper.RawTruncating.Ops[^1]:F0}/s (CPU {paper.RawTruncating.Cpu[^1]:F2} us per operation); " +
@@ -92,6 +98,7 @@ public sealed class DarqStepScenario : IScenario
             context.Log.WriteLine($"darq-step round {round + 1}, consume+OUT: {withOut.Describe("raw enqueue")}");
         }
 
+        long compiledMeasured = JitWarmup.CompiledMethods - compiledBefore;
         double rawOps = Stats.Median(paper.Raw.Ops);
         double darqOps = Stats.Median(paper.Steps.Ops);
         double batchOps = Stats.Median(paper.Batched.Ops);
@@ -127,6 +134,9 @@ public sealed class DarqStepScenario : IScenario
             .Add("out_step_cpu_us", Stats.Median(withOut.Steps.Cpu), 2)
             .Add("out_batch_cpu_us", Stats.Median(withOut.Batched.Cpu), 2)
             .Add("out_cpu_ratio", Stats.Median(withOut.Raw.Cpu) / Stats.Median(withOut.Steps.Cpu), 3)
+            .Add("warmup_rounds", warmups)
+            .Add("warmup_quiet", quiet ? 1 : 0)
+            .Add("jit_methods_measured", compiledMeasured)
             .Add("batch_size", BatchSize)
             .Add("completion_bytes", CompletionRecordSize)
             .Add("messages", messages)
@@ -290,8 +300,21 @@ public sealed class DarqStepScenario : IScenario
         var pause = GC.GetTotalPauseDuration();
         var cpu = Environment.CpuUsage.TotalTime;
         var clock = Stopwatch.StartNew();
-        await foreach (var message in processor.ReadAllAsync(cancellationToken))
+        // The raw loop's shape: take what is there without waiting (the raw loop's TryConsumeNext, here the stream's
+        // TryRead), and wait only when nothing is (its WaitAsync, here WaitToReadAsync).
+        var stream = processor.Messages;
+        while (stepped < messages)
         {
+            if (!stream.TryRead(out var message))
+            {
+                if (!await stream.WaitToReadAsync(cancellationToken))
+                {
+                    throw new InvalidOperationException($"The processor's stream ended after {stepped} of {messages} preloaded messages.");
+                }
+
+                continue;
+            }
+
             step.Clear().Consume(message);
             if (sendOut)
             {
@@ -299,10 +322,7 @@ public sealed class DarqStepScenario : IScenario
             }
 
             await processor.StepAsync(step, cancellationToken);
-            if (++stepped == messages)
-            {
-                break;
-            }
+            stepped++;
         }
 
         var elapsed = clock.Elapsed;
