@@ -13,7 +13,9 @@ namespace Dse.Benchmarks.Scenarios;
 /// <item>The paper's (DARQ paper, Table 3, "Colocated-ssd"): each step only consumes its message (a completion record,
 /// validated and appended). The baseline scans each preloaded 1 KB entry of a raw FasterLog with an iterator (from
 /// memory) and appends one entry of the completion record's size per entry. Keys <c>darq_ops</c>, <c>raw_ops</c>,
-/// <c>ratio</c>, and the batched <c>batch_*</c>; <c>copy_*</c> is the same baseline with a scan that copies each entry
+/// <c>ratio</c> (of the medians over rounds), <c>round_ratio</c> (the median of each round's own ratio: a round's two
+/// phases run seconds apart, so a slow spell of the shared machine touches both or neither), <c>max_round_steal</c> (the
+/// largest share of CPU time the hypervisor took in a round), and the batched <c>batch_*</c>; <c>copy_*</c> is the same baseline with a scan that copies each entry
 /// out (FasterLog's plain <c>GetNext</c>).</item>
 /// <item>The consume+OUT variant: each step consumes one message and sends one 1 KB OUT message; the baseline is one
 /// writer enqueueing as many 1 KB entries. Keys <c>out_*</c>.</item>
@@ -86,11 +88,18 @@ public sealed class DarqStepScenario : IScenario
         var paper = new Variant();
         var withOut = new Variant();
         long compiledBefore = JitWarmup.CompiledMethods;
+        var roundRatios = new List<double>();
+        var roundSteal = new List<double>();
         for (int round = 0; round < rounds; round++)
         {
             long roundStart = JitWarmup.CompiledMethods;
+            var stealStart = CpuSteal.Now();
             await RunRoundAsync(bench, messages, outMessages, paper, withOut, context.CancellationToken);
-            context.Log.WriteLine($"darq-step round {round + 1}: the JIT compiled {JitWarmup.CompiledMethods - roundStart} methods");
+            double steal = CpuSteal.Now().ShareSince(stealStart);
+            roundSteal.Add(steal);
+            roundRatios.Add(paper.Steps.Ops[^1] / paper.Raw.Ops[^1]);
+            context.Log.WriteLine($"darq-step round {round + 1}: the JIT compiled {JitWarmup.CompiledMethods - roundStart} methods; " +
+                $"the host took {steal:P1} of the CPU time (steal); steps / raw scan+append in this round {roundRatios[^1]:F3}");
             context.Log.WriteLine($"darq-step round {round + 1}, consume only: {paper.Describe("raw scan+append")}; " +
                 $"raw scan (copying)+append {paper.RawCopy.Ops[^1]:F0}/s (GC pauses {paper.RawCopy.Pause[^1]:P0}; CPU {paper.RawCopy.Cpu[^1]:F2} us per operation); " +
                 $"raw scan+append truncating {paper.RawTruncating.Ops[^1]:F0}/s (CPU {paper.RawTruncating.Cpu[^1]:F2} us per operation); " +
@@ -109,6 +118,8 @@ public sealed class DarqStepScenario : IScenario
             .Add("darq_ops", darqOps, 0)
             .Add("raw_ops", rawOps, 0)
             .Add("ratio", darqOps / rawOps, 3)
+            .Add("round_ratio", Stats.Median(roundRatios), 3)
+            .Add("max_round_steal", roundSteal.Max(), 3)
             .Add("batch_darq_ops", batchOps, 0)
             .Add("batch_ratio", batchOps / rawOps, 3)
             .Add("raw_cpu_us", Stats.Median(paper.Raw.Cpu), 2)
