@@ -58,11 +58,16 @@ public sealed class LsnOrderedMapTests
         Assert.False(map.TryGetFirst(out _));
     }
 
-    [Fact]
-    public void ConsumedLsns_InOrderOutOfOrderAndForgetBelow_MatchSortedSet()
+    [Theory]
+    [InlineData(ConsumedLsns.DefaultChunkSize)]
+    [InlineData(1)]
+    [InlineData(3)]
+    [InlineData(64)]
+    public void ConsumedLsns_InOrderOutOfOrderAndForgetBelow_MatchSortedSet(int chunkSize)
     {
+        // Small chunks put chunk boundaries, whole-chunk truncation and chunk reuse in every few operations.
         var random = new Random(5);
-        var set = new ConsumedLsns();
+        var set = new ConsumedLsns(chunkSize);
         var expected = new SortedSet<long>();
         long next = 0;
         long begin = 0;
@@ -97,6 +102,37 @@ public sealed class LsnOrderedMapTests
         Assert.True(set.Add(next + 2));
         set.Clear();
         Assert.False(set.Contains(next + 2));
+        Assert.Equal(0, set.Count);
+        Assert.True(set.Add(1));
+        Assert.False(set.Add(1));
+        Assert.True(set.Contains(1));
+    }
+
+    [Theory]
+    [InlineData(1)]
+    [InlineData(4)]
+    public void ConsumedLsns_LongInOrderRunTruncatedInSteps_KeepsOnlyTheLiveRun(int chunkSize)
+    {
+        // The darq-step shape: many LSNs in order, with truncation passing them now and then, so chunks fill, empty,
+        // are reused and the list's dead front is dropped.
+        var set = new ConsumedLsns(chunkSize);
+        long next = 0;
+        for (int round = 0; round < 50; round++)
+        {
+            for (int i = 0; i < 37; i++)
+            {
+                Assert.True(set.Add(next += 8));
+            }
+
+            long cut = next - (8 * 5);
+            set.ForgetBelow(cut);
+            Assert.Equal(6, set.Count);
+            Assert.False(set.Contains(cut - 8));
+            Assert.True(set.Contains(cut));
+            Assert.True(set.Contains(next));
+            Assert.False(set.Contains(next + 8));
+            Assert.False(set.Add(cut));
+        }
     }
 
     [Fact]

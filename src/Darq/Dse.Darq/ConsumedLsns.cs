@@ -3,40 +3,66 @@ namespace Dse.Darq;
 /// <summary>
 /// The consumed LSNs at or after the begin address, kept only to tell a step that names one of them "already consumed"
 /// rather than "unknown". Built for the common order: steps mostly consume messages in LSN order, so an LSN above every
-/// one added before is appended to a sorted run (no hashing, no allocation but the run's amortized growth) and found
-/// by binary search; one added out of order goes to a set. Truncation forgets a prefix in O(log n).
+/// one added before is appended to a sorted run (no hashing) and found by binary search; one added out of order goes to
+/// a set. Truncation forgets a prefix in O(log n).
 /// </summary>
-/// <remarks>Not thread-safe; the DARQ uses it under its gate.</remarks>
+/// <remarks>
+/// The run is a sequence of fixed-size chunks, not one array that doubles: growing it never copies what it holds, and
+/// no chunk is large enough for the large-object heap, whose fresh, zeroed memory a doubling array took on the stepping
+/// thread (about 8 MB of it, and a 4 MB copy, over 300,000 steps of darq-step). A chunk truncation empties is kept for
+/// reuse. Not thread-safe; the DARQ uses it under its gate.
+/// </remarks>
 internal sealed class ConsumedLsns
 {
-    /// <summary>Strictly increasing LSNs in <c>_run[_head.._tail)</c>.</summary>
-    private long[] _run = new long[64];
+    /// <summary>LSNs per chunk by default: 32 KB chunks, well below the large-object threshold.</summary>
+    public const int DefaultChunkSize = 4096;
 
+    private readonly int _chunkSize;
+
+    /// <summary>
+    /// The run's chunks, in order: <c>_chunks[_first..]</c> are live. Within them the LSNs are strictly increasing: from
+    /// index <see cref="_head"/> of the first live chunk, through every slot of the middle ones, to index
+    /// <see cref="_tail"/> (exclusive) of the last one.
+    /// </summary>
+    private readonly List<long[]> _chunks = [];
+
+    private int _first;
     private int _head;
     private int _tail;
+
+    /// <summary>A chunk truncation emptied, reused before a new one is allocated.</summary>
+    private long[]? _spare;
 
     /// <summary>LSNs added below the run's last one (consumed out of LSN order).</summary>
     private readonly HashSet<long> _others = [];
 
+    public ConsumedLsns(int chunkSize = DefaultChunkSize)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(chunkSize, 1);
+        _chunkSize = chunkSize;
+    }
+
     /// <summary>The number of LSNs.</summary>
-    public int Count => _tail - _head + _others.Count;
+    public int Count => RunCount + _others.Count;
+
+    private int RunCount => _first == _chunks.Count ? 0 : ((_chunks.Count - _first - 1) * _chunkSize) + _tail - _head;
+
+    private bool RunIsEmpty => _first == _chunks.Count;
+
+    /// <summary>The run's last (largest) LSN; the run must not be empty.</summary>
+    private long Last => _chunks[^1][_tail - 1];
 
     /// <summary>Adds an LSN; false when it is present.</summary>
     public bool Add(long lsn)
     {
-        if (_tail == _head || lsn > _run[_tail - 1])
+        if (RunIsEmpty || lsn > Last)
         {
             if (_others.Count > 0 && _others.Contains(lsn))
             {
                 return false;
             }
 
-            if (_tail == _run.Length)
-            {
-                MakeRoom();
-            }
-
-            _run[_tail++] = lsn;
+            Append(lsn);
             return true;
         }
 
@@ -49,14 +75,20 @@ internal sealed class ConsumedLsns
     /// <summary>Forgets every LSN below <paramref name="until"/> (truncation passed them).</summary>
     public void ForgetBelow(long until)
     {
-        if (_head < _tail && _run[_head] < until)
+        // Whole chunks first: a chunk whose last LSN is below the cut goes.
+        while (!RunIsEmpty && ChunkLast(_first) < until)
         {
-            int index = Array.BinarySearch(_run, _head, _tail - _head, until);
-            _head = index >= 0 ? index : ~index;
-            if (_head == _tail)
+            DropFirstChunk();
+        }
+
+        if (!RunIsEmpty)
+        {
+            int end = _first == _chunks.Count - 1 ? _tail : _chunkSize;
+            var chunk = _chunks[_first];
+            if (chunk[_head] < until)
             {
-                _head = 0;
-                _tail = 0;
+                int index = Array.BinarySearch(chunk, _head, end - _head, until);
+                _head = index >= 0 ? index : ~index;
             }
         }
 
@@ -69,30 +101,86 @@ internal sealed class ConsumedLsns
     /// <summary>Forgets every LSN.</summary>
     public void Clear()
     {
-        _head = 0;
-        _tail = 0;
+        while (!RunIsEmpty)
+        {
+            DropFirstChunk();
+        }
+
         _others.Clear();
     }
 
-    private bool InRun(long lsn)
-        => _head < _tail && lsn >= _run[_head] && lsn <= _run[_tail - 1] && Array.BinarySearch(_run, _head, _tail - _head, lsn) >= 0;
-
-    /// <summary>The run is full at its end: slides it down when at least half is forgotten, else doubles the array.</summary>
-    private void MakeRoom()
+    private void Append(long lsn)
     {
-        int count = _tail - _head;
-        if (_head >= _run.Length / 2)
+        if (RunIsEmpty || _tail == _chunkSize)
         {
-            Array.Copy(_run, _head, _run, 0, count);
-        }
-        else
-        {
-            var grown = new long[_run.Length * 2];
-            Array.Copy(_run, _head, grown, 0, count);
-            _run = grown;
+            if (RunIsEmpty)
+            {
+                // Every chunk is gone: start over at the front of the list.
+                _chunks.Clear();
+                _first = 0;
+                _head = 0;
+            }
+            else if (_first > 0 && _first >= _chunks.Count / 2)
+            {
+                // The list's dead front is at least half of it: drop it, so the list stays as long as the live run.
+                _chunks.RemoveRange(0, _first);
+                _first = 0;
+            }
+
+            _chunks.Add(_spare ?? new long[_chunkSize]);
+            _spare = null;
+            _tail = 0;
         }
 
+        _chunks[^1][_tail++] = lsn;
+    }
+
+    /// <summary>Drops the first live chunk (keeping it as the spare) and moves to the next.</summary>
+    private void DropFirstChunk()
+    {
+        _spare = _chunks[_first];
+        _chunks[_first] = null!;
+        _first++;
         _head = 0;
-        _tail = count;
+        if (RunIsEmpty)
+        {
+            _chunks.Clear();
+            _first = 0;
+            _tail = 0;
+        }
+    }
+
+    /// <summary>The last LSN of chunk <paramref name="index"/> (a live one).</summary>
+    private long ChunkLast(int index) => index == _chunks.Count - 1 ? _chunks[index][_tail - 1] : _chunks[index][_chunkSize - 1];
+
+    /// <summary>The first LSN of chunk <paramref name="index"/> (a live one).</summary>
+    private long ChunkFirst(int index) => _chunks[index][index == _first ? _head : 0];
+
+    private bool InRun(long lsn)
+    {
+        if (RunIsEmpty || lsn < ChunkFirst(_first) || lsn > Last)
+        {
+            return false;
+        }
+
+        // The last live chunk whose first LSN is at most lsn holds it, if any does.
+        int low = _first;
+        int high = _chunks.Count - 1;
+        while (low < high)
+        {
+            int middle = low + ((high - low + 1) / 2);
+            if (ChunkFirst(middle) <= lsn)
+            {
+                low = middle;
+            }
+            else
+            {
+                high = middle - 1;
+            }
+        }
+
+        int start = low == _first ? _head : 0;
+        int end = low == _chunks.Count - 1 ? _tail : _chunkSize;
+        return Array.BinarySearch(_chunks[low], start, end - start, lsn) >= 0;
     }
 }
