@@ -54,6 +54,9 @@ public sealed class DarqStepScenario : IScenario
     /// </summary>
     public const int WarmupRounds = 2;
 
+    /// <summary>Measured rounds in a full run; the keys are medians over them.</summary>
+    public const int Rounds = 9;
+
     /// <summary>The most warm-up rounds in a full run, if the JIT never falls quiet.</summary>
     public const int MaxWarmupRounds = 12;
 
@@ -62,6 +65,9 @@ public sealed class DarqStepScenario : IScenario
 
     /// <summary>The process CPU time (all threads: the loop, commits, device writes, GC) per operation of the last timed phase, in microseconds.</summary>
     private static double s_lastCpuMicros;
+
+    /// <summary>The process's minor page faults per 1,000 operations of the last timed phase.</summary>
+    private static double s_lastFaultsPerKiloOp;
 
     public string Name => "darq-step";
 
@@ -75,7 +81,9 @@ public sealed class DarqStepScenario : IScenario
         // of the consume+OUT phases, still within the log's memory.
         int messages = context.Pick(300_000, 20_000);
         int outMessages = context.Pick(150_000, 20_000);
-        int rounds = context.Pick(5, 1);
+        // Nine rounds (five until stop 20): the rounds of one run swing by up to 2x on either side on this shared machine,
+        // and a median over nine moves less between runs.
+        int rounds = context.Pick(Rounds, 1);
         // The preloaded messages fit in the log's memory (for both logs), so steps and the raw scan read them from
         // memory: the scenario measures stepping, not reading a cold log back from disk.
         using var bench = new DarqBench(inMemory: false, memorySize: 1L << 29);
@@ -126,6 +134,8 @@ public sealed class DarqStepScenario : IScenario
             .Add("step_cpu_us", Stats.Median(paper.Steps.Cpu), 2)
             .Add("batch_cpu_us", Stats.Median(paper.Batched.Cpu), 2)
             .Add("cpu_ratio", Stats.Median(paper.Raw.Cpu) / Stats.Median(paper.Steps.Cpu), 3)
+            .Add("raw_faults_per_kop", Stats.Median(paper.Raw.Faults), 1)
+            .Add("step_faults_per_kop", Stats.Median(paper.Steps.Faults), 1)
             .Add("copy_raw_ops", Stats.Median(paper.RawCopy.Ops), 0)
             .Add("copy_ratio", darqOps / Stats.Median(paper.RawCopy.Ops), 3)
             .Add("copy_raw_cpu_us", Stats.Median(paper.RawCopy.Cpu), 2)
@@ -158,17 +168,17 @@ public sealed class DarqStepScenario : IScenario
     /// <summary>One round: the nine timed phases, each on a fresh log, in a fixed order.</summary>
     private static async Task RunRoundAsync(DarqBench bench, int messages, int outMessages, Variant paper, Variant withOut, CancellationToken cancellationToken)
     {
-        paper.Raw.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false), s_lastCpuMicros, s_lastPauseShare);
-        paper.RawCopy.Add(await MeasureRawScanAppendAsync(bench, messages, copy: true), s_lastCpuMicros, s_lastPauseShare);
-        paper.Steps.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
-        paper.Batched.Add(await MeasureBatchedStepsAsync(bench, messages, sendOut: false, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
-        withOut.Raw.Add(await MeasureRawEnqueueAsync(bench, outMessages), s_lastCpuMicros, s_lastPauseShare);
-        withOut.Steps.Add(await MeasureStepsAsync(bench, outMessages, sendOut: true, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
-        withOut.Batched.Add(await MeasureBatchedStepsAsync(bench, outMessages, sendOut: true, cancellationToken), s_lastCpuMicros, s_lastPauseShare);
+        paper.Raw.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false));
+        paper.RawCopy.Add(await MeasureRawScanAppendAsync(bench, messages, copy: true));
+        paper.Steps.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken));
+        paper.Batched.Add(await MeasureBatchedStepsAsync(bench, messages, sendOut: false, cancellationToken));
+        withOut.Raw.Add(await MeasureRawEnqueueAsync(bench, outMessages));
+        withOut.Steps.Add(await MeasureStepsAsync(bench, outMessages, sendOut: true, cancellationToken));
+        withOut.Batched.Add(await MeasureBatchedStepsAsync(bench, outMessages, sendOut: true, cancellationToken));
 
         // Last, so that the phases above run as they did before these two were added.
-        paper.RawTruncating.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false, truncate: true), s_lastCpuMicros, s_lastPauseShare);
-        paper.Spilled.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, SpillBudgetFor(messages)), s_lastCpuMicros, s_lastPauseShare);
+        paper.RawTruncating.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false, truncate: true));
+        paper.Spilled.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, SpillBudgetFor(messages)));
     }
 
     /// <summary>
@@ -205,9 +215,7 @@ public sealed class DarqStepScenario : IScenario
         using var iterator = raw.Log.Scan(begin, end, name: null, recover: false);
         int scanned = 0;
         Settle();
-        var pause = GC.GetTotalPauseDuration();
-        var cpu = Environment.CpuUsage.TotalTime;
-        var clock = Stopwatch.StartNew();
+        var meter = PhaseMeter.Start();
         while (scanned < messages)
         {
             bool found;
@@ -245,15 +253,13 @@ public sealed class DarqStepScenario : IScenario
             }
         }
 
-        var elapsed = clock.Elapsed;
+        double opsPerSecond = meter.Stop(messages);
         if (reader.Bytes != (long)messages * DarqBench.MessageSize)
         {
             throw new InvalidOperationException($"The raw scan read {reader.Bytes} bytes, expected {messages} entries of {DarqBench.MessageSize} bytes.");
         }
 
-        s_lastPauseShare = (GC.GetTotalPauseDuration() - pause) / elapsed;
-        s_lastCpuMicros = (Environment.CpuUsage.TotalTime - cpu).TotalMicroseconds / messages;
-        return messages / elapsed.TotalSeconds;
+        return opsPerSecond;
     }
 
     /// <summary>The consume+OUT baseline: one writer enqueueing 1 KB entries.</summary>
@@ -262,18 +268,13 @@ public sealed class DarqStepScenario : IScenario
         await using var raw = bench.OpenRaw();
         var payload = DarqBench.Payload();
         Settle();
-        var pause = GC.GetTotalPauseDuration();
-        var cpu = Environment.CpuUsage.TotalTime;
-        var clock = Stopwatch.StartNew();
+        var meter = PhaseMeter.Start();
         for (int i = 0; i < messages; i++)
         {
             await raw.EnqueueAsync(payload);
         }
 
-        var elapsed = clock.Elapsed;
-        s_lastPauseShare = (GC.GetTotalPauseDuration() - pause) / elapsed;
-        s_lastCpuMicros = (Environment.CpuUsage.TotalTime - cpu).TotalMicroseconds / messages;
-        return messages / elapsed.TotalSeconds;
+        return meter.Stop(messages);
     }
 
     /// <summary>A fresh DARQ with <paramref name="messages"/> 1 KB messages enqueued and committed, and its processor registered.</summary>
@@ -308,9 +309,7 @@ public sealed class DarqStepScenario : IScenario
         // One step object reused for every step (DarqStep.Clear), as a processor loop would.
         var step = new DarqStep();
         Settle();
-        var pause = GC.GetTotalPauseDuration();
-        var cpu = Environment.CpuUsage.TotalTime;
-        var clock = Stopwatch.StartNew();
+        var meter = PhaseMeter.Start();
         // The raw loop's shape: take what is there without waiting (the raw loop's TryConsumeNext, here the stream's
         // TryRead), and wait only when nothing is (its WaitAsync, here WaitToReadAsync).
         var stream = processor.Messages;
@@ -336,10 +335,7 @@ public sealed class DarqStepScenario : IScenario
             stepped++;
         }
 
-        var elapsed = clock.Elapsed;
-        s_lastPauseShare = (GC.GetTotalPauseDuration() - pause) / elapsed;
-        s_lastCpuMicros = (Environment.CpuUsage.TotalTime - cpu).TotalMicroseconds / messages;
-        return messages / elapsed.TotalSeconds;
+        return meter.Stop(messages);
     }
 
     /// <summary>The same steps, taken as they are available, up to <see cref="BatchSize"/> per batch.</summary>
@@ -358,9 +354,7 @@ public sealed class DarqStepScenario : IScenario
         var batch = new List<DarqStep>(BatchSize);
         int stepped = 0;
         Settle();
-        var pause = GC.GetTotalPauseDuration();
-        var cpu = Environment.CpuUsage.TotalTime;
-        var clock = Stopwatch.StartNew();
+        var meter = PhaseMeter.Start();
         while (stepped < messages && await processor.ReadAvailableAsync(available, Math.Min(BatchSize, messages - stepped), cancellationToken) > 0)
         {
             batch.Clear();
@@ -380,10 +374,7 @@ public sealed class DarqStepScenario : IScenario
             available.Clear();
         }
 
-        var elapsed = clock.Elapsed;
-        s_lastPauseShare = (GC.GetTotalPauseDuration() - pause) / elapsed;
-        s_lastCpuMicros = (Environment.CpuUsage.TotalTime - cpu).TotalMicroseconds / messages;
-        return messages / elapsed.TotalSeconds;
+        return meter.Stop(messages);
     }
 
     /// <summary>Sees each scanned entry in place in log memory: its address and length (no copy of the payload).</summary>
@@ -409,11 +400,44 @@ public sealed class DarqStepScenario : IScenario
 
         public List<double> Pause { get; } = [];
 
-        public void Add(double ops, double cpuMicros, double pauseShare)
+        public List<double> Faults { get; } = [];
+
+        /// <summary>Records a phase's operations per second with what the last timed phase measured besides.</summary>
+        public void Add(double ops)
         {
             Ops.Add(ops);
-            Cpu.Add(cpuMicros);
-            Pause.Add(pauseShare);
+            Cpu.Add(s_lastCpuMicros);
+            Pause.Add(s_lastPauseShare);
+            Faults.Add(s_lastFaultsPerKiloOp);
+        }
+    }
+
+    /// <summary>What a timed phase measures besides its clock: GC pauses, process CPU time, page faults.</summary>
+    private readonly struct PhaseMeter
+    {
+        private readonly TimeSpan _pause;
+        private readonly TimeSpan _cpu;
+        private readonly long _faults;
+        private readonly long _started;
+
+        private PhaseMeter(TimeSpan pause, TimeSpan cpu, long faults, long started)
+        {
+            _pause = pause;
+            _cpu = cpu;
+            _faults = faults;
+            _started = started;
+        }
+
+        public static PhaseMeter Start() => new(GC.GetTotalPauseDuration(), Environment.CpuUsage.TotalTime, PageFaults.Minor(), Stopwatch.GetTimestamp());
+
+        /// <summary>Ends the phase: sets the last phase's measurements and returns its operations per second.</summary>
+        public double Stop(int operations)
+        {
+            var elapsed = Stopwatch.GetElapsedTime(_started);
+            s_lastPauseShare = (GC.GetTotalPauseDuration() - _pause) / elapsed;
+            s_lastCpuMicros = (Environment.CpuUsage.TotalTime - _cpu).TotalMicroseconds / operations;
+            s_lastFaultsPerKiloOp = (PageFaults.Minor() - _faults) * 1000.0 / operations;
+            return operations / elapsed.TotalSeconds;
         }
     }
 
@@ -438,6 +462,7 @@ public sealed class DarqStepScenario : IScenario
         public string Describe(string rawName) =>
             $"{rawName} {Raw.Ops[^1]:F0}/s, steps {Steps.Ops[^1]:F0}/s, batched steps {Batched.Ops[^1]:F0}/s " +
             $"(GC pauses {Raw.Pause[^1]:P0} / {Steps.Pause[^1]:P0} / {Batched.Pause[^1]:P0} of each timed phase; " +
-            $"CPU {Raw.Cpu[^1]:F2} / {Steps.Cpu[^1]:F2} / {Batched.Cpu[^1]:F2} us per operation)";
+            $"CPU {Raw.Cpu[^1]:F2} / {Steps.Cpu[^1]:F2} / {Batched.Cpu[^1]:F2} us per operation; " +
+            $"page faults {Raw.Faults[^1]:F1} / {Steps.Faults[^1]:F1} / {Batched.Faults[^1]:F1} per 1,000 operations)";
     }
 }
