@@ -30,6 +30,12 @@ internal sealed class ConsumedLsns
     private int _head;
     private int _tail;
 
+    /// <summary>The last live chunk (<c>_chunks[^1]</c>), or null when the run is empty: the append path's chunk.</summary>
+    private long[]? _current;
+
+    /// <summary>The run's last (largest) LSN; meaningful only when the run is not empty.</summary>
+    private long _last;
+
     /// <summary>A chunk truncation emptied, reused before a new one is allocated.</summary>
     private long[]? _spare;
 
@@ -47,15 +53,12 @@ internal sealed class ConsumedLsns
 
     private int RunCount => _first == _chunks.Count ? 0 : ((_chunks.Count - _first - 1) * _chunkSize) + _tail - _head;
 
-    private bool RunIsEmpty => _first == _chunks.Count;
-
-    /// <summary>The run's last (largest) LSN; the run must not be empty.</summary>
-    private long Last => _chunks[^1][_tail - 1];
+    private bool RunIsEmpty => _current is null;
 
     /// <summary>Adds an LSN; false when it is present.</summary>
     public bool Add(long lsn)
     {
-        if (RunIsEmpty || lsn > Last)
+        if (_current is null || lsn > _last)
         {
             if (_others.Count > 0 && _others.Contains(lsn))
             {
@@ -111,28 +114,40 @@ internal sealed class ConsumedLsns
 
     private void Append(long lsn)
     {
-        if (RunIsEmpty || _tail == _chunkSize)
+        if (_current is { } current && _tail < current.Length)
         {
-            if (RunIsEmpty)
-            {
-                // Every chunk is gone: start over at the front of the list.
-                _chunks.Clear();
-                _first = 0;
-                _head = 0;
-            }
-            else if (_first > 0 && _first >= _chunks.Count / 2)
-            {
-                // The list's dead front is at least half of it: drop it, so the list stays as long as the live run.
-                _chunks.RemoveRange(0, _first);
-                _first = 0;
-            }
-
-            _chunks.Add(_spare ?? new long[_chunkSize]);
-            _spare = null;
-            _tail = 0;
+            current[_tail++] = lsn;
+            _last = lsn;
+            return;
         }
 
-        _chunks[^1][_tail++] = lsn;
+        AppendToNewChunk(lsn);
+    }
+
+    /// <summary>Appends to a new chunk: the run is empty or its last chunk is full.</summary>
+    private void AppendToNewChunk(long lsn)
+    {
+        if (_current is null)
+        {
+            // Every chunk is gone: start over at the front of the list.
+            _chunks.Clear();
+            _first = 0;
+            _head = 0;
+        }
+        else if (_first > 0 && _first >= _chunks.Count / 2)
+        {
+            // The list's dead front is at least half of it: drop it, so the list stays as long as the live run.
+            _chunks.RemoveRange(0, _first);
+            _first = 0;
+        }
+
+        var chunk = _spare ?? new long[_chunkSize];
+        _spare = null;
+        _chunks.Add(chunk);
+        _current = chunk;
+        chunk[0] = lsn;
+        _tail = 1;
+        _last = lsn;
     }
 
     /// <summary>Drops the first live chunk (keeping it as the spare) and moves to the next.</summary>
@@ -142,11 +157,12 @@ internal sealed class ConsumedLsns
         _chunks[_first] = null!;
         _first++;
         _head = 0;
-        if (RunIsEmpty)
+        if (_first == _chunks.Count)
         {
             _chunks.Clear();
             _first = 0;
             _tail = 0;
+            _current = null;
         }
     }
 
@@ -158,7 +174,7 @@ internal sealed class ConsumedLsns
 
     private bool InRun(long lsn)
     {
-        if (RunIsEmpty || lsn < ChunkFirst(_first) || lsn > Last)
+        if (_current is null || lsn < ChunkFirst(_first) || lsn > _last)
         {
             return false;
         }
