@@ -413,30 +413,17 @@ public sealed class DarqStepScenario : IScenario
     }
 
     /// <summary>What a timed phase measures besides its clock: GC pauses, process CPU time, page faults.</summary>
-    private readonly struct PhaseMeter
+    private readonly record struct PhaseMeter(TimeSpan Pause, TimeSpan Cpu, long Faults, long Started)
     {
-        private readonly TimeSpan _pause;
-        private readonly TimeSpan _cpu;
-        private readonly long _faults;
-        private readonly long _started;
-
-        private PhaseMeter(TimeSpan pause, TimeSpan cpu, long faults, long started)
-        {
-            _pause = pause;
-            _cpu = cpu;
-            _faults = faults;
-            _started = started;
-        }
-
         public static PhaseMeter Start() => new(GC.GetTotalPauseDuration(), Environment.CpuUsage.TotalTime, PageFaults.Minor(), Stopwatch.GetTimestamp());
 
         /// <summary>Ends the phase: sets the last phase's measurements and returns its operations per second.</summary>
         public double Stop(int operations)
         {
-            var elapsed = Stopwatch.GetElapsedTime(_started);
-            s_lastPauseShare = (GC.GetTotalPauseDuration() - _pause) / elapsed;
-            s_lastCpuMicros = (Environment.CpuUsage.TotalTime - _cpu).TotalMicroseconds / operations;
-            s_lastFaultsPerKiloOp = (PageFaults.Minor() - _faults) * 1000.0 / operations;
+            var elapsed = Stopwatch.GetElapsedTime(Started);
+            s_lastPauseShare = (GC.GetTotalPauseDuration() - Pause) / elapsed;
+            s_lastCpuMicros = (Environment.CpuUsage.TotalTime - Cpu).TotalMicroseconds / operations;
+            s_lastFaultsPerKiloOp = (PageFaults.Minor() - Faults) * 1000.0 / operations;
             return operations / elapsed.TotalSeconds;
         }
     }
