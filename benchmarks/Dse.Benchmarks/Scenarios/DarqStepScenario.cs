@@ -15,7 +15,8 @@ namespace Dse.Benchmarks.Scenarios;
 /// memory) and appends one entry of the completion record's size per entry. Keys <c>darq_ops</c>, <c>raw_ops</c>,
 /// <c>ratio</c> (of the medians over rounds), <c>round_ratio</c> (the median of each round's own ratio: a round's two
 /// phases run seconds apart, so a slow spell of the shared machine touches both or neither), <c>max_round_steal</c> (the
-/// largest share of CPU time the hypervisor took in a round), and the batched <c>batch_*</c>; <c>copy_*</c> is the same baseline with a scan that copies each entry
+/// largest share of CPU time the hypervisor took in a round), <c>raw_faults_per_kop</c> and <c>step_faults_per_kop</c>
+/// (minor page faults per 1,000 operations), and the batched <c>batch_*</c>; <c>copy_*</c> is the same baseline with a scan that copies each entry
 /// out (FasterLog's plain <c>GetNext</c>).</item>
 /// <item>The consume+OUT variant: each step consumes one message and sends one 1 KB OUT message; the baseline is one
 /// writer enqueueing as many 1 KB entries. Keys <c>out_*</c>.</item>
