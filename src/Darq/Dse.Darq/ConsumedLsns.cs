@@ -51,14 +51,14 @@ internal sealed class ConsumedLsns
     /// <summary>The number of LSNs.</summary>
     public int Count => RunCount + _others.Count;
 
-    private int RunCount => _first == _chunks.Count ? 0 : ((_chunks.Count - _first - 1) * _chunkSize) + _tail - _head;
+    private int RunCount => RunIsEmpty ? 0 : ((_chunks.Count - _first - 1) * _chunkSize) + _tail - _head;
 
     private bool RunIsEmpty => _current is null;
 
     /// <summary>Adds an LSN; false when it is present.</summary>
     public bool Add(long lsn)
     {
-        if (_current is null || lsn > _last)
+        if (RunIsEmpty || lsn > _last)
         {
             if (_others.Count > 0 && _others.Contains(lsn))
             {
@@ -127,7 +127,7 @@ internal sealed class ConsumedLsns
     /// <summary>Appends to a new chunk: the run is empty or its last chunk is full.</summary>
     private void AppendToNewChunk(long lsn)
     {
-        if (_current is null)
+        if (RunIsEmpty)
         {
             // Every chunk is gone: start over at the front of the list.
             _chunks.Clear();
@@ -167,14 +167,14 @@ internal sealed class ConsumedLsns
     }
 
     /// <summary>The last LSN of chunk <paramref name="index"/> (a live one).</summary>
-    private long ChunkLast(int index) => index == _chunks.Count - 1 ? _chunks[index][_tail - 1] : _chunks[index][_chunkSize - 1];
+    private long ChunkLast(int index) => index == _chunks.Count - 1 ? _last : _chunks[index][_chunkSize - 1];
 
     /// <summary>The first LSN of chunk <paramref name="index"/> (a live one).</summary>
     private long ChunkFirst(int index) => _chunks[index][index == _first ? _head : 0];
 
     private bool InRun(long lsn)
     {
-        if (_current is null || lsn < ChunkFirst(_first) || lsn > _last)
+        if (RunIsEmpty || lsn < ChunkFirst(_first) || lsn > _last)
         {
             return false;
         }
