@@ -59,7 +59,7 @@ public sealed partial class Darq
     private static PendingMessage SpilledIn(StepStart start, int length) => new(DarqMessageKind.In, start, ReadOnlyMemory<byte>.Empty, length);
 
     /// <summary>Counts an IN message added to <see cref="_unconsumed"/>; under the gate.</summary>
-    private void CountInAdded(long lsn, PendingMessage message)
+    private void CountInAdded(long lsn, in PendingMessage message)
     {
         if (message.IsSpilled)
         {
@@ -77,7 +77,7 @@ public sealed partial class Darq
     }
 
     /// <summary>Uncounts an IN message removed from <see cref="_unconsumed"/>; under the gate.</summary>
-    private void CountInRemoved(PendingMessage message)
+    private void CountInRemoved(in PendingMessage message)
     {
         if (message.IsSpilled)
         {

@@ -648,7 +648,7 @@ public sealed partial class Darq : IAsyncDisposable
     }
 
     /// <summary>Adds an unconsumed message, counting a plain SELF message; under the gate.</summary>
-    private void AddUnconsumed(long lsn, PendingMessage message)
+    private void AddUnconsumed(long lsn, in PendingMessage message)
     {
         _unconsumed.Add(lsn, message);
         if (message.Kind == DarqMessageKind.In)
