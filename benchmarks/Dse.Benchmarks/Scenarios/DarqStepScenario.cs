@@ -16,8 +16,10 @@ namespace Dse.Benchmarks.Scenarios;
 /// <c>ratio</c> (of the medians over rounds), <c>round_ratio</c> (the median of each round's own ratio: a round's two
 /// phases run seconds apart, so a slow spell of the shared machine touches both or neither), <c>max_round_steal</c> (the
 /// largest share of CPU time the hypervisor took in a round), <c>raw_faults_per_kop</c> and <c>step_faults_per_kop</c>
-/// (minor page faults per 1,000 operations), and the batched <c>batch_*</c>; <c>copy_*</c> is the same baseline with a scan that copies each entry
-/// out (FasterLog's plain <c>GetNext</c>).</item>
+/// (minor page faults per 1,000 operations), <c>many_fault_rounds</c> (rounds whose step phase took more than
+/// <see cref="ManyFaultsPerKiloStep"/>), and the batched <c>batch_*</c>; <c>copy_*</c> is the same baseline with a
+/// scan that copies each entry out (FasterLog's plain <c>GetNext</c>). Each round's ratio, steal and both phases'
+/// faults are in the JSON's samples.</item>
 /// <item>The consume+OUT variant: each step consumes one message and sends one 1 KB OUT message; the baseline is one
 /// writer enqueueing as many 1 KB entries. Keys <c>out_*</c>.</item>
 /// </list>
@@ -60,6 +62,13 @@ public sealed class DarqStepScenario : IScenario
 
     /// <summary>The most warm-up rounds in a full run, if the JIT never falls quiet.</summary>
     public const int MaxWarmupRounds = 12;
+
+    /// <summary>
+    /// Minor page faults per 1,000 steps above which a round's single-step phase counts in <c>many_fault_rounds</c>. On
+    /// the 2-core machine the phase takes either about 2.5 (the last few of its new log pages land on memory the GC gave
+    /// back) or about 12.7 (all of them do); the raw phase takes 0-1.5.
+    /// </summary>
+    public const double ManyFaultsPerKiloStep = 5;
 
     /// <summary>The share of the last timed phase spent in garbage-collection pauses (logged with each round).</summary>
     private static double s_lastPauseShare;
@@ -123,7 +132,7 @@ public sealed class DarqStepScenario : IScenario
         double outRawOps = Stats.Median(withOut.Raw.Ops);
         double outDarqOps = Stats.Median(withOut.Steps.Ops);
         double outBatchOps = Stats.Median(withOut.Batched.Ops);
-        return new ScenarioResults()
+        var results = new ScenarioResults()
             .Add("darq_ops", darqOps, 0)
             .Add("raw_ops", rawOps, 0)
             .Add("ratio", darqOps / rawOps, 3)
@@ -163,7 +172,16 @@ public sealed class DarqStepScenario : IScenario
             .Add("completion_bytes", CompletionRecordSize)
             .Add("messages", messages)
             .Add("out_messages", outMessages)
-            .Add("message_bytes", DarqBench.MessageSize);
+            .Add("message_bytes", DarqBench.MessageSize)
+            .Add("many_fault_rounds", paper.Steps.Faults.Count(faults => faults > ManyFaultsPerKiloStep));
+
+        // Each measured round's own figures, so that a run's rounds can be compared without its log (docs/benchmarks.md,
+        // twelfth pass: the rounds whose step phase faulted on every new log page ran a quarter slower).
+        results.AddSamples("round_ratios", roundRatios);
+        results.AddSamples("round_steal", roundSteal);
+        results.AddSamples("round_step_faults_per_kop", paper.Steps.Faults);
+        results.AddSamples("round_raw_faults_per_kop", paper.Raw.Faults);
+        return results;
     }
 
     /// <summary>One round: the nine timed phases, each on a fresh log, in a fixed order.</summary>
