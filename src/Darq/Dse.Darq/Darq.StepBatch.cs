@@ -209,7 +209,8 @@ public sealed partial class Darq
     private DarqStepResult ApplyConsumeOne(ref long address, int stepIndex)
     {
         long lsn = BinaryPrimitives.ReadInt64LittleEndian(_stepEntries.Entry(stepIndex)[(DarqEntryFormat.HeaderSize + 16)..]);
-        var result = ApplyConsumingOne(address, lsn);
+        ApplyConsumingOne(address, lsn);
+        var result = ConsumingOneResult(address);
         address = result.DurableAt;
         return result;
     }
