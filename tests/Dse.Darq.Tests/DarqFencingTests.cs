@@ -140,6 +140,8 @@ public sealed class DarqPageBlobFencingTests(AzuriteFixture azurite, ITestOutput
         {
             await EnqueueAsync(old, "old", 1, 5);
             await old.CommitAsync();
+            var oldProcessor = await old.RegisterProcessorAsync();
+            var oldFirst = oldProcessor.Drain()[0];
 
             // The old instance keeps running (a partition, a second process started by mistake); the new one takes over.
             await using (var taker = await Darq.OpenAsync(Options()))
@@ -153,9 +155,15 @@ public sealed class DarqPageBlobFencingTests(AzuriteFixture azurite, ITestOutput
                 Assert.Contains("fenced", fenced.Message, StringComparison.Ordinal);
                 Assert.Contains("another instance", fenced.Message, StringComparison.Ordinal);
 
-                // From then on it refuses appends too.
+                // From then on it refuses appends too, a consume-only step included (its fast path checks the lease fences).
                 var refused = await Assert.ThrowsAsync<StorageFencedException>(() => old.EnqueueAsync(Producer, 7, "old7".Bytes()).AsTask());
                 Assert.Contains("DARQ 'host' was fenced", refused.Message, StringComparison.Ordinal);
+                long tail = old.TailAddress;
+                int unconsumed = old.UnconsumedCount;
+                var stepRefused = await Assert.ThrowsAsync<StorageFencedException>(() => oldProcessor.StepAsync(new DarqStep().Consume(oldFirst)).AsTask());
+                Assert.Contains("DARQ 'host' was fenced", stepRefused.Message, StringComparison.Ordinal);
+                Assert.Equal(tail, old.TailAddress);
+                Assert.Equal(unconsumed, old.UnconsumedCount);
 
                 // The new owner is untouched by all that.
                 await EnqueueAsync(taker, "new", 6, 8);

@@ -17,6 +17,7 @@ public sealed class StorageFenceTests
         var held = await StorageFence.AcquireAsync(first);
         Assert.True(held.IsExclusive);
         Assert.True(held.ReleasedByProcessExit);
+        Assert.False(held.CanBeLost);
 
         var refused = await Assert.ThrowsAsync<StorageFencedException>(() => StorageFence.AcquireAsync(second).AsTask());
         Assert.Contains(StorageFence.LockFilePath(path), refused.Message, StringComparison.Ordinal);
@@ -61,6 +62,7 @@ public sealed class StorageFenceTests
         await using var again = await StorageFence.AcquireAsync(device);
 
         Assert.False(fence.IsExclusive);
+        Assert.False(fence.CanBeLost);
         Assert.False(fence.IsLost);
     }
 }

@@ -10,6 +10,9 @@ public sealed partial class Darq
     /// <summary>The fences on the log and commit devices that hold something, from open to dispose; empty when not exclusive.</summary>
     private StorageFence[] _fences = [];
 
+    /// <summary>The fences of <see cref="_fences"/> that another instance can take over (leases): what every step checks.</summary>
+    private StorageFence[] _losableFences = [];
+
     /// <summary>
     /// Releases what a process's death would release (local lock files) without closing anything else: for in-process
     /// tests that abandon an instance as a crash and open the same storage again. Page blob leases stay, as they would
@@ -81,7 +84,7 @@ public sealed partial class Darq
     /// <summary>The error for a DARQ whose storage another instance took over, or <see langword="null"/> while it owns it.</summary>
     private StorageFencedException? FencedException()
     {
-        foreach (var fence in _fences)
+        foreach (var fence in _losableFences)
         {
             if (fence.IsLost)
             {

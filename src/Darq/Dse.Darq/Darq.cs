@@ -176,7 +176,7 @@ public sealed partial class Darq : IAsyncDisposable
                 AutoCommit = false,
             };
             log = new FasterLog(settings, (ILogger?)null);
-            var darq = new Darq(options, log, commitManager, logger) { _fences = fences };
+            var darq = new Darq(options, log, commitManager, logger) { _fences = fences, _losableFences = [.. fences.Where(fence => fence.CanBeLost)] };
             await darq.RecoverAsync(cancellationToken).ConfigureAwait(false);
             if (options.Speculation == DarqSpeculationMode.General)
             {

@@ -50,6 +50,12 @@ public sealed class StorageFence : IAsyncDisposable
     /// </summary>
     public bool ReleasedByProcessExit => _lockFile is not null;
 
+    /// <summary>
+    /// Whether <see cref="IsLost"/> can ever become true: a lease on page blobs can be broken by the next owner; a lock
+    /// file and a fence that holds nothing cannot. Hot paths check only the fences that can.
+    /// </summary>
+    public bool CanBeLost => _blobs is not null;
+
     /// <summary>Whether another instance took the storage over since: this instance's writes are refused.</summary>
     public bool IsLost => _blobs is { IsFenced: true } && Volatile.Read(ref _released) == 0;
 
