@@ -7,9 +7,9 @@ namespace Dse.Darq;
 /// </summary>
 /// <remarks>
 /// The size matters on the step path. A processor awaits a <see cref="ValueTask{TResult}"/> of this type for every step,
-/// and the JIT copies that task between stack slots as one block; the smaller the block, the less the copies cost. The
-/// first version (two lists and two addresses, a 48-byte task) spent about a tenth of a consume-only step in those copies
-/// (docs/benchmarks.md, thirteenth pass).
+/// and the JIT copies that task between stack slots as a block right after writing it field by field, so each copy waits
+/// for the writes. The first version (two lists and two addresses, a 48-byte task) took four such copies, about a tenth
+/// of a consume-only step; this one's 32-byte task takes two (docs/benchmarks.md, thirteenth pass).
 /// </remarks>
 public readonly record struct DarqStepResult
 {
