@@ -110,6 +110,27 @@ public sealed class RemoteProcessorTests
     }
 
     [Fact]
+    public async Task ConsumeAsync_ConsumesOneMessage_RefusesItTwiceAndIsDurableWhenAsked()
+    {
+        await using var darq = await new TestStorage("orders").OpenAsync();
+        await using var server = await DarqServer.StartAsync(darq);
+        var producer = new RemoteDarqProducer(server.Channel, "orders", producerId: 1);
+        var a = await producer.EnqueueAsync("a".Bytes());
+        using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
+        long before = darq.TailAddress;
+
+        var consumed = await processor.ConsumeAsync(a.Lsn, waitDurable: true);
+
+        Assert.Equal(before, consumed.CompletionLsn);
+        Assert.Equal(darq.TailAddress, consumed.DurableAt);
+        Assert.True(darq.CommittedUntilAddress >= consumed.DurableAt);
+        Assert.Equal(0, darq.UnconsumedCount);
+        var again = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.ConsumeAsync(a.Lsn));
+        Assert.Equal((a.Lsn, DarqStepRejection.AlreadyConsumed), (again.Lsn, again.Reason));
+        Assert.Equal(consumed.DurableAt, darq.TailAddress);
+    }
+
+    [Fact]
     public async Task StepAsync_AfterASecondRegistration_IsStaleAndTheOldStreamEnds()
     {
         await using var darq = await new TestStorage("orders").OpenAsync();

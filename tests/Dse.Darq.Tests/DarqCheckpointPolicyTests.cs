@@ -161,6 +161,24 @@ public sealed class DarqCheckpointPolicyTests
     }
 
     [Fact]
+    public async Task EnableAutoCheckpoint_PolicyEverySteps_ConsumeOnlyStepsCountLikeSteps()
+    {
+        await using var darq = await new DarqTestStorage().OpenAsync();
+        var processor = await darq.RegisterProcessorAsync();
+        processor.EnableAutoCheckpoint(new DarqCheckpointPolicy { EverySteps = 3 }, Sum);
+
+        await StepDeltasAsync(darq, processor, 1, 2);
+        var sent = await darq.EnqueueAsync("in".Bytes());
+        Assert.Null(processor.LastAutoCheckpoint);
+
+        // The third step consumes only: it counts, and the checkpoint runs after it as after any step.
+        var consumed = await processor.ConsumeAsync(sent.Lsn);
+        Assert.Equal(2, processor.LastAutoCheckpoint!.ReplacedLsns.Count);
+        Assert.Equal(consumed.DurableAt, processor.LastAutoCheckpoint.SelfLsns[0]); // the checkpoint's batch follows the step
+        Assert.Equal((1, 2L), Counters(darq)); // "=3"
+    }
+
+    [Fact]
     public async Task EnableAutoCheckpoint_MaxSelfMessages_CheckpointsOnTheStepThatReachesIt()
     {
         await using var darq = await new DarqTestStorage().OpenAsync();

@@ -187,9 +187,11 @@ public sealed class DarqGeneralSpeculationTests
         Assert.Equal(["kept", "again"], (await reopened.RegisterProcessorAsync(guard.Token)).Drain().Select(m => m.Text()));
     }
 
-    [Fact]
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
     [Trait("Category", "Recovery")]
-    public async Task Truncate_ConsumedInUncommittedVersion_KeptForTheRollback()
+    public async Task Truncate_ConsumedInUncommittedVersion_KeptForTheRollback(bool consumeApi)
     {
         using var guard = new CancellationTokenSource(HangGuard);
         var coordinator = new ClusterCoordinator();
@@ -207,7 +209,12 @@ public sealed class DarqGeneralSpeculationTests
             var fromA = a.DseStateObject.EndAction();
             await b.ReceiveSpeculativeAsync(new DarqDelivery("a", 1, "b", "from-a".Bytes()) { DseHeader = fromA.ToArray() }, guard.Token);
             var processor = await b.RegisterProcessorAsync(guard.Token);
-            await processor.StepAsync(new DarqStep().Consume(first.Lsn), guard.Token);
+            // The consume-only API is a LibDse action too (it takes the general path under general speculation).
+            long completion = consumeApi
+                ? (await processor.ConsumeAsync(first.Lsn, guard.Token)).CompletionLsn
+                : (await processor.StepAsync(new DarqStep().Consume(first.Lsn), guard.Token)).CompletionLsn;
+            Assert.Equal(1, b.UnconsumedCount); // the message from A
+            Assert.True(completion > first.Lsn);
             await b.DseStateObject.AdvanceVersionAsync(guard.Token);
 
             // m1 is consumed, but the version that consumed it may still roll back: truncation must keep it.

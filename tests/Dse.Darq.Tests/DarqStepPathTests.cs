@@ -118,6 +118,8 @@ public sealed class DarqStepPathTests
     [InlineData(ConsumeOnlyPath.Batch64)]
     [InlineData(ConsumeOnlyPath.SwappedPairBatches)]
     [InlineData(ConsumeOnlyPath.LogMemoryFull)]
+    [InlineData(ConsumeOnlyPath.ConsumeApi)]
+    [InlineData(ConsumeOnlyPath.ConsumeApiLogMemoryFull)]
     public async Task Step_ConsumeOnlyFastPath_AppendsWhatTheGeneralPathAppends(ConsumeOnlyPath other)
     {
         // Swapped pairs: the messages are consumed in the order 1, 0, 3, 2, ... by both runs.
@@ -125,7 +127,7 @@ public sealed class DarqStepPathTests
         var fast = await RunConsumeOnlyAsync(ConsumeOnlyPath.Fast, swapped);
         var compared = await RunConsumeOnlyAsync(other, swapped);
 
-        if (other == ConsumeOnlyPath.LogMemoryFull)
+        if (other is ConsumeOnlyPath.LogMemoryFull or ConsumeOnlyPath.ConsumeApiLogMemoryFull)
         {
             Assert.True(compared.SlowSteps >= 1, "expected steps that waited for log memory");
         }
@@ -137,8 +139,10 @@ public sealed class DarqStepPathTests
         Assert.Equal(fast.Recovered, compared.Recovered);
     }
 
-    [Fact]
-    public async Task Step_ConsumeOnlyRefused_SameReasonsAsAnyStep()
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Step_ConsumeOnlyRefused_SameReasonsAsAnyStepFaultsTheTaskAndChangesNothing(bool consumeApi)
     {
         var storage = new DarqTestStorage();
         await using var darq = await storage.OpenAsync();
@@ -147,23 +151,71 @@ public sealed class DarqStepPathTests
         var state = (await processor.StepAsync(new DarqStep().Consume(a.Lsn).AddSelf("s".Bytes()).AddOut("x", "o".Bytes()))).SelfLsns[0];
         long tail = darq.TailAddress;
 
+        // The consume-only API (DarqProcessor.ConsumeAsync) or a consume-only DarqStep: the same refusals, as faulted tasks.
+        Task Consume(long lsn, long incarnation, CancellationToken token = default)
+        {
+            Task pending = consumeApi
+                ? darq.ConsumeAsync(incarnation, lsn, token).AsTask()
+                : darq.StepAsync(incarnation, new DarqStep().Consume(lsn), token).AsTask();
+            Assert.True(pending.IsCompleted, $"consuming {lsn} should complete at once");
+            return pending;
+        }
+
         foreach (var (lsn, reason) in new[]
         {
             (a.Lsn, DarqStepRejection.AlreadyConsumed),
             (tail + 64, DarqStepRejection.UnknownMessage),
+            (-8L, DarqStepRejection.UnknownMessage),
             (state + DarqEntryFormat.LogFootprint(DarqEntryFormat.SelfLength(1)), DarqStepRejection.NotSteppable),
         })
         {
-            var error = await Assert.ThrowsAsync<DarqStepRejectedException>(() => processor.StepAsync(new DarqStep().Consume(lsn)).AsTask());
+            var error = await Assert.ThrowsAsync<DarqStepRejectedException>(() => Consume(lsn, processor.Incarnation));
             Assert.Equal(reason, error.Reason);
+            Assert.Equal(new DarqStepRejectedException(darq.Name, lsn, reason).Message, error.Message);
         }
 
-        var stale = await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => darq.StepAsync(processor.Incarnation - 1, new DarqStep().Consume(state)).AsTask());
+        var stale = await Assert.ThrowsAsync<DarqStaleIncarnationException>(() => Consume(state, processor.Incarnation - 1));
         Assert.Equal(processor.Incarnation, stale.CurrentIncarnation);
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => Consume(state, processor.Incarnation, new CancellationToken(canceled: true)));
         Assert.Equal(tail, darq.TailAddress);
         Assert.Equal(1, darq.UnconsumedCount);
 
-        await processor.StepAsync(new DarqStep().Consume(state));
+        // Nothing was held (the gate, the message): the SELF message is still there to consume.
+        long completion = consumeApi
+            ? (await processor.ConsumeAsync(new DarqMessage(state, DarqMessageKind.Self, default, IsReplay: false))).CompletionLsn
+            : (await processor.StepAsync(new DarqStep().Consume(state))).CompletionLsn;
+        Assert.Equal(tail, completion);
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
+    public async Task Consume_GateTaken_WaitsThenAppendsAfterWhatHeldTheGate()
+    {
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync();
+        var a = await darq.EnqueueAsync("a".Bytes());
+        var b = await darq.EnqueueAsync("b".Bytes());
+        var processor = await darq.RegisterProcessorAsync();
+        await processor.StepAsync(new DarqStep().Consume(a.Lsn).AddSelf("s".Bytes()));
+
+        // A checkpoint holds the gate while its snapshot function runs; a consume issued meanwhile waits for the gate.
+        using var inSnapshot = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        var checkpoint = Task.Run(() => processor.CheckpointAsync(_ =>
+        {
+            inSnapshot.Set();
+            Assert.True(release.Wait(TimeSpan.FromSeconds(30)));
+            return [];
+        }).AsTask());
+        Assert.True(inSnapshot.Wait(TimeSpan.FromSeconds(30)));
+        var pending = processor.ConsumeAsync(b.Lsn);
+        Assert.False(pending.IsCompleted);
+        release.Set();
+        var replaced = await checkpoint.WaitAsync(TimeSpan.FromSeconds(30));
+        var consumed = await pending.AsTask().WaitAsync(TimeSpan.FromSeconds(30));
+
+        Assert.Equal(replaced.DurableAt, consumed.CompletionLsn);
+        Assert.Equal(darq.TailAddress, consumed.DurableAt);
         Assert.Equal(0, darq.UnconsumedCount);
     }
 
@@ -184,11 +236,17 @@ public sealed class DarqStepPathTests
 
         /// <summary>Single steps with the log's writes held, so that log memory fills and steps wait for it.</summary>
         LogMemoryFull,
+
+        /// <summary>Single steps through the consume-only API (<see cref="DarqProcessor.ConsumeAsync(long, CancellationToken)"/>).</summary>
+        ConsumeApi,
+
+        /// <summary>The consume-only API with the log's writes held, so that log memory fills and steps wait for it.</summary>
+        ConsumeApiLogMemoryFull,
     }
 
     /// <summary>Enqueues small messages, then consumes each with a step of its own, <paramref name="path"/>'s way.</summary>
     private static Task<RunResult> RunConsumeOnlyAsync(ConsumeOnlyPath path, bool swapPairs = false) =>
-        RunAsync(8_000, holdWrites: path == ConsumeOnlyPath.LogMemoryFull, async run =>
+        RunAsync(8_000, holdWrites: path is ConsumeOnlyPath.LogMemoryFull or ConsumeOnlyPath.ConsumeApiLogMemoryFull, async run =>
         {
             var step = new DarqStep();
             var lsns = run.Lsns.ToList();
@@ -211,6 +269,24 @@ public sealed class DarqStepPathTests
                     {
                         run.Results.Add((-1, result.CompletionLsn, result.DurableAt));
                     }
+                }
+
+                return;
+            }
+
+            if (path is ConsumeOnlyPath.ConsumeApi or ConsumeOnlyPath.ConsumeApiLogMemoryFull)
+            {
+                foreach (long lsn in lsns)
+                {
+                    var pending = run.Processor.ConsumeAsync(lsn);
+                    if (!pending.IsCompleted)
+                    {
+                        run.SlowSteps++;
+                        run.Device.Release();
+                    }
+
+                    var consumed = await pending.AsTask().WaitAsync(TimeSpan.FromSeconds(30));
+                    run.Results.Add((-1, consumed.CompletionLsn, consumed.DurableAt));
                 }
 
                 return;

@@ -11,7 +11,9 @@ namespace Dse.Benchmarks.Scenarios;
 /// baseline on the same kind of device with the same log settings, 512 MB log memory and commit interval.
 /// <list type="bullet">
 /// <item>The paper's (DARQ paper, Table 3, "Colocated-ssd"): each step only consumes its message (a completion record,
-/// validated and appended). The baseline scans each preloaded 1 KB entry of a raw FasterLog with an iterator (from
+/// validated and appended), through the consume-only API (<see cref="DarqProcessor.ConsumeAsync(DarqMessage, CancellationToken)"/>);
+/// <c>general_*</c> takes the same steps through the general one (<see cref="DarqProcessor.StepAsync"/> with a reused
+/// <see cref="DarqStep"/>), in a phase of its own at the end of each round. The baseline scans each preloaded 1 KB entry of a raw FasterLog with an iterator (from
 /// memory) and appends one entry of the completion record's size per entry. Keys <c>darq_ops</c>, <c>raw_ops</c>,
 /// <c>ratio</c> (of the medians over rounds), <c>round_ratio</c> (the median of each round's own ratio: a round's two
 /// phases run seconds apart, so a slow spell of the shared machine touches both or neither), <c>max_round_steal</c> (the
@@ -121,7 +123,9 @@ public sealed class DarqStepScenario : IScenario
             context.Log.WriteLine($"darq-step round {round + 1}, consume only: {paper.Describe("raw scan+append")}; " +
                 $"raw scan (copying)+append {paper.RawCopy.Ops[^1]:F0}/s (GC pauses {paper.RawCopy.Pause[^1]:P0}; CPU {paper.RawCopy.Cpu[^1]:F2} us per operation); " +
                 $"raw scan+append truncating {paper.RawTruncating.Ops[^1]:F0}/s (CPU {paper.RawTruncating.Cpu[^1]:F2} us per operation); " +
-                $"steps through a spilled backlog {paper.Spilled.Ops[^1]:F0}/s (GC pauses {paper.Spilled.Pause[^1]:P0}; CPU {paper.Spilled.Cpu[^1]:F2} us per operation)");
+                $"steps through a spilled backlog {paper.Spilled.Ops[^1]:F0}/s (GC pauses {paper.Spilled.Pause[^1]:P0}; CPU {paper.Spilled.Cpu[^1]:F2} us per operation); " +
+                $"general steps (StepAsync) {paper.General.Ops[^1]:F0}/s ({paper.General.Ops[^1] / paper.Raw.Ops[^1]:F3}; CPU {paper.General.Cpu[^1]:F2} us per operation; " +
+                $"page faults {paper.General.Faults[^1]:F1} per 1,000)");
             context.Log.WriteLine($"darq-step round {round + 1}, consume+OUT: {withOut.Describe("raw enqueue")}");
         }
 
@@ -138,6 +142,10 @@ public sealed class DarqStepScenario : IScenario
             .Add("ratio", darqOps / rawOps, 3)
             .Add("round_ratio", Stats.Median(roundRatios), 3)
             .Add("max_round_steal", roundSteal.Max(), 3)
+            .Add("general_darq_ops", Stats.Median(paper.General.Ops), 0)
+            .Add("general_ratio", Stats.Median(paper.General.Ops) / rawOps, 3)
+            .Add("general_round_ratio", Stats.Median(paper.General.Ops.Select((ops, i) => ops / paper.Raw.Ops[i]).ToList()), 3)
+            .Add("general_cpu_us", Stats.Median(paper.General.Cpu), 2)
             .Add("batch_darq_ops", batchOps, 0)
             .Add("batch_ratio", batchOps / rawOps, 3)
             .Add("raw_cpu_us", Stats.Median(paper.Raw.Cpu), 2)
@@ -198,6 +206,8 @@ public sealed class DarqStepScenario : IScenario
         // Last, so that the phases above run as they did before these two were added.
         paper.RawTruncating.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false, truncate: true));
         paper.Spilled.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, SpillBudgetFor(messages)));
+        // Last too (stop 23, when the consume-only API took over the single-step phase): the same steps through StepAsync.
+        paper.General.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, generalStep: true));
     }
 
     /// <summary>
@@ -318,8 +328,14 @@ public sealed class DarqStepScenario : IScenario
         }
     }
 
+    /// <summary>
+    /// Steps <paramref name="messages"/> preloaded messages one at a time: consume-only steps through
+    /// <see cref="DarqProcessor.ConsumeAsync(DarqMessage, CancellationToken)"/>, or through <see cref="DarqProcessor.StepAsync"/>
+    /// and one reused <see cref="DarqStep"/> when <paramref name="generalStep"/> is set or each step also sends an OUT message.
+    /// </summary>
+    /// <returns>Steps per second.</returns>
     internal static async Task<double> MeasureStepsAsync(DarqBench bench, int messages, bool sendOut, CancellationToken cancellationToken,
-        long? maxBufferedInBytes = null)
+        long? maxBufferedInBytes = null, bool generalStep = false)
     {
         var payload = DarqBench.Payload();
         var (darq, processor) = await PreloadAsync(bench, messages, payload, cancellationToken, maxBufferedInBytes);
@@ -344,13 +360,22 @@ public sealed class DarqStepScenario : IScenario
                 continue;
             }
 
-            step.Clear().Consume(message);
-            if (sendOut)
+            if (sendOut || generalStep)
             {
-                step.AddOut("sink", payload);
+                step.Clear().Consume(message);
+                if (sendOut)
+                {
+                    step.AddOut("sink", payload);
+                }
+
+                await processor.StepAsync(step, cancellationToken);
+            }
+            else
+            {
+                // A consume-only step through its own API: no step object, and an 8-byte result.
+                await processor.ConsumeAsync(message, cancellationToken);
             }
 
-            await processor.StepAsync(step, cancellationToken);
             stepped++;
         }
 
@@ -460,6 +485,9 @@ public sealed class DarqStepScenario : IScenario
 
         /// <summary>Consume-only steps through a backlog beyond the DARQ's IN budget, read back from the log (unused by consume+OUT).</summary>
         public Phase Spilled { get; } = new();
+
+        /// <summary>Consume-only steps through <see cref="DarqProcessor.StepAsync"/> and a reused <see cref="DarqStep"/> (unused by consume+OUT).</summary>
+        public Phase General { get; } = new();
 
         public Phase Steps { get; } = new();
 

@@ -274,6 +274,21 @@ public sealed partial class RemoteDarqProcessor : IDisposable
     }
 
     /// <summary>
+    /// Consumes one message and appends nothing else: the consume-only step, the same as <see cref="StepAsync"/> with
+    /// <c>new DarqStep().Consume(lsn)</c> (one call, the same validation and errors), with the co-located
+    /// <see cref="DarqProcessor.ConsumeAsync(long, CancellationToken)"/>'s result type.
+    /// </summary>
+    /// <param name="lsn">The IN or SELF message to consume.</param>
+    /// <param name="waitDurable">Return only once the step is durable.</param>
+    /// <param name="cancellationToken">Cancels the call; a step the DARQ appended is not undone.</param>
+    /// <returns>Where the completion record went and the address to await for durability.</returns>
+    /// <exception cref="DarqStaleIncarnationException">A newer processor registered (or the DARQ restarted).</exception>
+    /// <exception cref="DarqStepRejectedException">The message is not an unconsumed IN or SELF message; nothing was applied.</exception>
+    /// <exception cref="RpcException">As for <see cref="StepAsync"/>.</exception>
+    public async Task<DarqConsumeResult> ConsumeAsync(long lsn, bool waitDurable = false, CancellationToken cancellationToken = default)
+        => new((await StepAsync(new DarqStep().Consume(lsn), waitDurable, cancellationToken).ConfigureAwait(false)).CompletionLsn);
+
+    /// <summary>
     /// Takes a checkpoint under this processor's incarnation: replaces the named unconsumed plain SELF messages by
     /// <paramref name="snapshot"/>, atomically (see <see cref="Darq.CheckpointAsync(long, IReadOnlyList{long}, IReadOnlyList{ReadOnlyMemory{byte}}, CancellationToken)"/>).
     /// </summary>

@@ -102,6 +102,30 @@ public sealed partial class Darq
         return _dse is null ? StepCoreAsync(incarnation, step, cancellationToken) : StepInActionAsync(incarnation, step, cancellationToken);
     }
 
+    /// <summary>
+    /// Steps a consume-only step: consumes the message at <paramref name="lsn"/> and appends nothing but the completion
+    /// record, as <see cref="StepAsync"/> does with a <see cref="DarqStep"/> that only consumes it, with the same
+    /// validation, errors and log bytes; without a step object, and with an 8-byte result.
+    /// </summary>
+    /// <param name="incarnation">The processor's incarnation.</param>
+    /// <param name="lsn">The IN or SELF message to consume.</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate or for log memory; nothing is appended then.</param>
+    /// <returns>Where the completion record went and the address to await for durability.</returns>
+    /// <exception cref="DarqStaleIncarnationException">The incarnation is not the current one, or no processor registered with this instance.</exception>
+    /// <exception cref="DarqStepRejectedException">The message is not an unconsumed IN or SELF message.</exception>
+    public ValueTask<DarqConsumeResult> ConsumeAsync(long incarnation, long lsn, CancellationToken cancellationToken = default)
+    {
+        long address = _dse is null && !cancellationToken.IsCancellationRequested ? TryStepConsumingOne(incarnation, lsn) : -1;
+        return address >= 0 ? new ValueTask<DarqConsumeResult>(new DarqConsumeResult(address)) : ConsumeSlowAsync(incarnation, lsn, cancellationToken);
+    }
+
+    /// <summary>A consume-only step off the fast path (gate taken, speculation, log full, or a step to refuse): the general path.</summary>
+    private async ValueTask<DarqConsumeResult> ConsumeSlowAsync(long incarnation, long lsn, CancellationToken cancellationToken)
+    {
+        var result = await StepAsync(incarnation, new DarqStep().Consume(lsn), cancellationToken).ConfigureAwait(false);
+        return new DarqConsumeResult(result.CompletionLsn);
+    }
+
     private ValueTask<DarqStepResult> StepCoreAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
     {
         // Fast path: the gate is free and the log has room, so the step completes synchronously with no allocation but

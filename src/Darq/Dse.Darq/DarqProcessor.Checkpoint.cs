@@ -72,6 +72,13 @@ public sealed partial class DarqProcessor
         return result;
     }
 
+    private async ValueTask<DarqConsumeResult> ConsumeThenCheckpointAsync(long lsn, AutoCheckpointPolicy policy, CancellationToken cancellationToken)
+    {
+        var result = await _darq.ConsumeAsync(Incarnation, lsn, cancellationToken).ConfigureAwait(false);
+        await CheckpointIfDueAsync(1, policy).ConfigureAwait(false);
+        return result;
+    }
+
     private async ValueTask<IReadOnlyList<DarqStepResult>> StepBatchThenCheckpointAsync(IReadOnlyList<DarqStep> steps, AutoCheckpointPolicy policy,
         CancellationToken cancellationToken)
     {

@@ -73,6 +73,26 @@ public sealed partial class DarqProcessor
             : _darq.StepAsync(Incarnation, step, cancellationToken);
 
     /// <summary>
+    /// Consumes one message and appends nothing else: the consume-only step, the same as
+    /// <see cref="StepAsync"/> with <c>new DarqStep().Consume(lsn)</c> (the same validation, errors and log bytes), without
+    /// a step object and with an 8-byte result. See <see cref="Darq.ConsumeAsync"/>.
+    /// </summary>
+    /// <param name="lsn">The IN or SELF message to consume.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
+    /// <returns>Where the completion record went and the address to await for durability.</returns>
+    public ValueTask<DarqConsumeResult> ConsumeAsync(long lsn, CancellationToken cancellationToken = default)
+        => Volatile.Read(ref _autoCheckpoint) is { } policy
+            ? ConsumeThenCheckpointAsync(lsn, policy, cancellationToken)
+            : _darq.ConsumeAsync(Incarnation, lsn, cancellationToken);
+
+    /// <summary>Consumes a streamed message and appends nothing else; see <see cref="ConsumeAsync(long, CancellationToken)"/>.</summary>
+    /// <param name="message">The message.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
+    /// <returns>Where the completion record went and the address to await for durability.</returns>
+    public ValueTask<DarqConsumeResult> ConsumeAsync(DarqMessage message, CancellationToken cancellationToken = default)
+        => ConsumeAsync(message.Lsn, cancellationToken);
+
+    /// <summary>
     /// Steps several steps at once under this processor's incarnation: one gate acquisition and, while they fit on a log
     /// page, one log append for all of them; refused whole if any step is refused. See <see cref="Darq.StepBatchAsync"/>.
     /// </summary>
