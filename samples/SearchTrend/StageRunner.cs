@@ -106,6 +106,14 @@ internal sealed class StageRunner
             // One step: consume the input and the previous state, write the new state and the outputs, all or nothing.
             outputs.Clear();
             _logic.Apply(text, outputs);
+            if (!_logic.HasState && outputs.Count == 0)
+            {
+                // Nothing to keep or send (a query the filter drops): the consume-only step has a call of its own.
+                var consumed = await processor.ConsumeAsync(message, token);
+                _stepped?.Invoke(darq, text, consumed.ToStepResult());
+                continue;
+            }
+
             step.Clear().Consume(message);
             if (_logic.HasState)
             {
