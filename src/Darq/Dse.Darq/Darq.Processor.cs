@@ -119,10 +119,15 @@ public sealed partial class Darq
         return address >= 0 ? new ValueTask<DarqConsumeResult>(new DarqConsumeResult(address)) : ConsumeSlowAsync(incarnation, lsn, cancellationToken);
     }
 
-    /// <summary>A consume-only step off the fast path (gate taken, speculation, log full, or a step to refuse): the general path.</summary>
+    /// <summary>
+    /// A consume-only step off the fast path (gate taken, speculation, log full, or a step to refuse): the general path,
+    /// entered past <see cref="StepAsync"/>'s own try of the fast path, which this call has just made.
+    /// </summary>
     private async ValueTask<DarqConsumeResult> ConsumeSlowAsync(long incarnation, long lsn, CancellationToken cancellationToken)
     {
-        var result = await StepAsync(incarnation, new DarqStep().Consume(lsn), cancellationToken).ConfigureAwait(false);
+        var step = new DarqStep().Consume(lsn);
+        var result = await (_dse is null ? StepCoreAsync(incarnation, step, cancellationToken) : StepInActionAsync(incarnation, step, cancellationToken))
+            .ConfigureAwait(false);
         return new DarqConsumeResult(result.CompletionLsn);
     }
 
