@@ -109,7 +109,7 @@ internal sealed class StageRunner
             if (!_logic.HasState && outputs.Count == 0)
             {
                 // Nothing to keep or send (a query the filter drops): the consume-only step has a call of its own.
-                var consumed = await processor.ConsumeAsync(message, token);
+                var consumed = await processor.ConsumeAsync(message.Lsn, token);
                 _stepped?.Invoke(darq, text, consumed.ToStepResult());
                 continue;
             }

@@ -182,7 +182,7 @@ public sealed class DarqStepPathTests
 
         // Nothing was held (the gate, the message): the SELF message is still there to consume.
         long completion = consumeApi
-            ? (await processor.ConsumeAsync(new DarqMessage(state, DarqMessageKind.Self, default, IsReplay: false))).CompletionLsn
+            ? (await processor.ConsumeAsync(state)).CompletionLsn
             : (await processor.StepAsync(new DarqStep().Consume(state))).CompletionLsn;
         Assert.Equal(tail, completion);
         Assert.Equal(0, darq.UnconsumedCount);

@@ -373,7 +373,7 @@ public sealed class DarqStepScenario : IScenario
             else
             {
                 // A consume-only step through its own API: no step object, and an 8-byte result.
-                await processor.ConsumeAsync(message, cancellationToken);
+                await processor.ConsumeAsync(message.Lsn, cancellationToken);
             }
 
             stepped++;

@@ -92,7 +92,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             throw Refuse(method, status);
         }
 
-        DarqGrpcLog.ProcessorRegistered(_logger, darq.Name, processor.Incarnation, context.Peer, processor.ReplayCount);
+        DarqGrpcLogMessages.ProcessorRegistered(_logger, darq.Name, processor.Incarnation, context.Peer, processor.ReplayCount);
         var tag = new KeyValuePair<string, object?>("darq", darq.Name);
         DarqGrpcInstrumentation.ProcessorStreams.Add(1, tag);
         try
@@ -119,18 +119,18 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         }
         catch (DarqStaleIncarnationException superseded)
         {
-            DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "a newer processor registered");
+            DarqGrpcLogMessages.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "a newer processor registered");
             throw Refuse(method, DarqRpcErrors.ToRpcException(superseded, method, darq.Name)!);
         }
         catch (Exception e) when (context.CancellationToken.IsCancellationRequested && e is OperationCanceledException or IOException or InvalidOperationException)
         {
             // The client went away: stop reading; the registration stands until a newer one supersedes it.
-            DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the client cancelled");
+            DarqGrpcLogMessages.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the client cancelled");
             return;
         }
         catch (OperationCanceledException) when (_serverStopping.IsCancellationRequested)
         {
-            DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the server is stopping");
+            DarqGrpcLogMessages.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the server is stopping");
             throw DarqRpcErrors.Unavailable(method, $"the server hosting DARQ '{darq.Name}' is stopping; register again with it or its successor.");
         }
         finally
@@ -139,7 +139,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         }
 
         // The message stream completes without an error only when the DARQ closes.
-        DarqGrpcLog.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the DARQ closed");
+        DarqGrpcLogMessages.ProcessorStreamEnded(_logger, darq.Name, processor.Incarnation, "the DARQ closed");
         throw DarqRpcErrors.Unavailable(method, $"DARQ '{darq.Name}' closed; register again once it is back.");
     }
 
@@ -353,7 +353,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         {
             // Reopened since the processor registered: the address may be of a step the restart lost, and a commit of
             // whatever now lies there must not acknowledge it. Steps of that processor are refused the same way.
-            DarqGrpcLog.RestartedSinceRegistration(_logger, darq.Name, request.Incarnation, request.Address);
+            DarqGrpcLogMessages.RestartedSinceRegistration(_logger, darq.Name, request.Incarnation, request.Address);
             throw Refuse(method, DarqRpcErrors.ToRpcException(new DarqStaleIncarnationException(darq.Name, request.Incarnation, darq.Incarnation), method, darq.Name)!);
         }
 
@@ -422,7 +422,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
 
         // Not parked (never, or retried meanwhile, by the automatic retry say) is not an error: nothing to do.
         bool retried = darq.RetryParkedDelivery(request.Destination);
-        DarqGrpcLog.OperatorRetriedParkedDelivery(_logger, darq.Name, request.Destination, retried, context.Peer);
+        DarqGrpcLogMessages.OperatorRetriedParkedDelivery(_logger, darq.Name, request.Destination, retried, context.Peer);
         return new RetryParkedDeliveryReply { Retried = retried };
     }
 
@@ -454,7 +454,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             throw Refuse(method, DarqRpcErrors.NotPendingOut(method, darq.Name, request.Lsn));
         }
 
-        DarqGrpcLog.OperatorDiscardedOut(_logger, darq.Name, request.Lsn, context.Peer);
+        DarqGrpcLogMessages.OperatorDiscardedOut(_logger, darq.Name, request.Lsn, context.Peer);
         return new DiscardOutReply { CommittedUntil = darq.CommittedUntilAddress };
     }
 
@@ -477,7 +477,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         }
 
         // Logged before anything else can fail: the retirement stands whatever the reply does.
-        DarqGrpcLog.OperatorRetiredProducer(_logger, darq.Name, request.ProducerId, retired, context.Peer);
+        DarqGrpcLogMessages.OperatorRetiredProducer(_logger, darq.Name, request.ProducerId, retired, context.Peer);
         int count;
         try
         {
@@ -505,7 +505,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
 
         if (_options.AuthorizeOperatorCall is { } authorize && !await authorize(context).ConfigureAwait(false))
         {
-            DarqGrpcLog.OperatorCallDenied(_logger, method, context.Peer);
+            DarqGrpcLogMessages.OperatorCallDenied(_logger, method, context.Peer);
             throw Refuse(method, DarqRpcErrors.PermissionDenied(method, "the application's DarqGrpcServiceOptions.AuthorizeOperatorCall refused this caller."));
         }
     }
@@ -547,7 +547,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
 
     private RpcException Refuse(string method, RpcException status)
     {
-        DarqGrpcLog.Refused(_logger, method, status.StatusCode, status.Status.Detail);
+        DarqGrpcLogMessages.Refused(_logger, method, status.StatusCode, status.Status.Detail);
         if (DarqGrpcInstrumentation.Refused.Enabled)
         {
             DarqGrpcInstrumentation.Refused.Add(1, new KeyValuePair<string, object?>("method", method), new KeyValuePair<string, object?>("code", status.StatusCode.ToString()));

@@ -102,7 +102,7 @@ public sealed partial class RemoteDarqProcessor
         if (!replayRead)
         {
             // Counted steps stay counted: the first step after the replay's SELF messages are read takes it.
-            DarqGrpcLog.AutoCheckpointDeferred(policy.Logger, Darq, Incarnation, reached);
+            DarqGrpcLogMessages.AutoCheckpointDeferred(policy.Logger, Darq, Incarnation, reached);
             return;
         }
 
@@ -114,7 +114,7 @@ public sealed partial class RemoteDarqProcessor
         try
         {
             Interlocked.Exchange(ref _stepsSinceCheckpoint, 0);
-            DarqGrpcLog.AutoCheckpointDue(policy.Logger, Darq, Incarnation, reached, selfCount, selfBytes);
+            DarqGrpcLogMessages.AutoCheckpointDue(policy.Logger, Darq, Incarnation, reached, selfCount, selfBytes);
             CancellationToken closing;
             try
             {
@@ -145,7 +145,7 @@ public sealed partial class RemoteDarqProcessor
 #pragma warning restore CA1031
             {
                 Volatile.Write(ref _lastAutoCheckpointError, e);
-                DarqGrpcLog.AutoCheckpointFailed(policy.Logger, e, Darq, Incarnation);
+                DarqGrpcLogMessages.AutoCheckpointFailed(policy.Logger, e, Darq, Incarnation);
             }
         }
         finally

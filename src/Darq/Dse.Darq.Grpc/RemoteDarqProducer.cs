@@ -166,7 +166,7 @@ public sealed class RemoteDarqProducer
             {
                 // Safe to resend: the DARQ deduplicates by (producer id, sequence number).
                 DarqGrpcInstrumentation.EnqueueResends.Add(1, new KeyValuePair<string, object?>("darq", Darq));
-                DarqGrpcLog.EnqueueRetrying(_logger, ProducerId, Darq, sequenceNumber, e.StatusCode, attempt, (long)delay.TotalMilliseconds);
+                DarqGrpcLogMessages.EnqueueRetrying(_logger, ProducerId, Darq, sequenceNumber, e.StatusCode, attempt, (long)delay.TotalMilliseconds);
                 await Task.Delay(delay, cancellationToken).ConfigureAwait(false);
                 delay *= 2;
             }

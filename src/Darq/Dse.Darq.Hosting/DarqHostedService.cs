@@ -36,10 +36,10 @@ internal sealed class DarqHostedService(
         foreach (var remote in registrations.RemoteDestinations)
         {
             _destinations.Add(remote.Name, remote.Address, remote.RemoteName);
-            DarqHostingLog.RemoteDestination(_logger, remote.Name, remote.RemoteName, remote.Address);
+            DarqHostingLogMessages.RemoteDestination(_logger, remote.Name, remote.RemoteName, remote.Address);
         }
 
-        DarqHostingLog.Opening(_logger, registrations.Names.Count, string.Join(", ", registrations.Names));
+        DarqHostingLogMessages.Opening(_logger, registrations.Names.Count, string.Join(", ", registrations.Names));
         try
         {
             foreach (string name in registrations.Names)
@@ -59,7 +59,7 @@ internal sealed class DarqHostedService(
                 _open.Add(darq);
                 local.Add(darq);
                 registry.Add(darq);
-                DarqHostingLog.Opened(_logger, name);
+                DarqHostingLogMessages.Opened(_logger, name);
             }
         }
         catch
@@ -99,13 +99,13 @@ internal sealed class DarqHostedService(
             try
             {
                 await darq.DisposeAsync().ConfigureAwait(false);
-                DarqHostingLog.Closed(_logger, darq.Name);
+                DarqHostingLogMessages.Closed(_logger, darq.Name);
             }
 #pragma warning disable CA1031 // Closing the others matters more than one DARQ's error, which is logged.
             catch (Exception e)
 #pragma warning restore CA1031
             {
-                DarqHostingLog.CloseFailed(_logger, e, darq.Name);
+                DarqHostingLogMessages.CloseFailed(_logger, e, darq.Name);
             }
         }
 

@@ -1,5 +1,5 @@
-using System.Diagnostics;
-using Dse.Storage;
+using System.IO.Hashing;
+using System.Text;
 using FASTER.core;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -9,23 +9,22 @@ namespace Dse.Darq;
 /// <summary>
 /// A DARQ: one FasterLog multiplexing IN, SELF, OUT, completion and registration entries, with producers (optionally
 /// deduplicated), one co-located processor at a time (identified by a persisted incarnation), serially validated atomic
-/// steps, group commit, recovery from the last commit and truncation of the completed prefix.
+/// steps, group commit, recovery from the last commit, truncation of the completed prefix, and delivery of OUT messages
+/// to other DARQs.
 /// </summary>
 /// <remarks>
 /// <para>Every mutation runs under one asynchronous gate, so enqueues and steps are validated serially and the commit
 /// cookie (incarnation, deduplication table, sequence bounds) always describes exactly the log tail it is committed
 /// with. The on-device format is in docs/darq-format.md.</para>
+/// <para>This type is the public face; its parts own their state: the producer table, the inbox (unconsumed IN and SELF
+/// messages, and the IN backlog beyond memory), the outbox and its delivery, the committer (commits, cookie,
+/// truncation), the processor side (registration, steps, checkpoints), and the speculation mode, chosen at open
+/// (<see cref="DarqOptions.Speculation"/>), through which every operation goes.</para>
 /// <para>Intra-participant speculation: the processor sees IN messages as soon as they are appended, before they are
 /// committed. After a DARQ crash its processor must re-register (and so rebuild its state from the replay).</para>
 /// </remarks>
-public sealed partial class Darq : IAsyncDisposable
+public sealed class Darq : IAsyncDisposable
 {
-    private readonly DarqOptions _options;
-    private readonly ILogger _logger;
-    private readonly FasterLog _log;
-    private readonly DarqCommitManager _commitManager;
-    private readonly KeyValuePair<string, object?> _tag;
-
     /// <summary>How long <see cref="DisposeAsync"/> waits for its final commit before closing anyway.</summary>
     private static readonly TimeSpan FinalCommitTimeout = TimeSpan.FromSeconds(30);
 
@@ -38,87 +37,143 @@ public sealed partial class Darq : IAsyncDisposable
     /// <summary>How long <see cref="DisposeAsync"/> waits for the log and its devices to close.</summary>
     private static readonly TimeSpan StorageCloseTimeout = TimeSpan.FromSeconds(30);
 
-    /// <summary>Serializes every mutation and commit request; everything below is guarded by it.</summary>
-    private readonly DarqGate _gate = new();
+    private readonly DarqCore _core;
+    private readonly DarqParts _parts;
+    private readonly DarqSpeculation _speculation;
+    private readonly DarqParkedDestinations _parked;
+    private readonly DarqDeliveryLoop _delivery;
 
-    private readonly Dictionary<long, long> _producers = [];
-
-    /// <summary>Unconsumed IN and SELF messages by LSN (all at or after the begin address).</summary>
-    private readonly LsnOrderedMap<PendingMessage> _unconsumed = new();
-
-    /// <summary>OUT entries not yet acknowledged by their destinations, by LSN (all at or after the begin address).</summary>
-    private readonly LsnOrderedMap<PendingOut> _pendingOut = new();
-
-    /// <summary>Consumed LSNs at or after the begin address, to tell "already consumed" from "unknown".</summary>
-    private readonly ConsumedLsns _consumed = new();
-
-    /// <summary>The entries of the step being appended, reused from step to step; used only under the gate.</summary>
-    private readonly StepEntries _stepEntries = new();
-
-    private readonly CancellationTokenSource _stopping = new();
-    private Task _commitLoop = Task.CompletedTask;
-
-    private long _incarnation;
-    private long _nextSequence;
-    private long _beginSequence;
-    private long _lastCommitTail;
-    private long _lastCommitBegin;
-    private int _unconsumedCount;
-
-    /// <summary>
-    /// The unconsumed plain SELF messages (activities excluded) in <see cref="_unconsumed"/> and the sum of their payload
-    /// lengths: kept by <see cref="AddUnconsumed"/>, <see cref="RemoveUnconsumed"/> and <see cref="ClearUnconsumed"/>
-    /// (the only writers of <see cref="_unconsumed"/>), under the gate; read without it.
-    /// </summary>
-    private int _unconsumedSelfCount;
-
-    private long _unconsumedSelfBytes;
-    private DarqProcessor? _processor;
-    private int _disposed;
-
-    private Darq(DarqOptions options, FasterLog log, DarqCommitManager commitManager, ILogger logger)
+    private Darq(DarqCore core)
     {
-        _options = options;
-        _log = log;
-        _commitManager = commitManager;
-        _logger = logger;
-        _tag = new KeyValuePair<string, object?>("darq", options.Name);
+        _core = core;
+        var options = core.Options;
+        DarqInFeed? feed = null;
+        var producers = new DarqProducerTable(options);
+        var inbox = new DarqInbox(options, () => feed!.Signal());
+        var outbox = new DarqOutbox(options);
+        var marks = new DarqTruncationMarks(options);
+        var pacing = new DarqPacing(core);
+        var versions = new DarqVersions(core, pacing);
+        var committer = new DarqCommitter(core, producers, inbox, outbox, marks, versions, SignalCommitted);
+        bool general = options.Speculation == DarqSpeculationMode.General;
+        feed = new DarqInFeed(core, inbox, committer, commitsOnItsOwn: general || options.CommitInterval != Timeout.InfiniteTimeSpan);
+        var stepper = new DarqStepper(core, inbox, outbox, marks, committer, feed, holdUncommitted: options.Speculation == DarqSpeculationMode.Off);
+        _parked = new DarqParkedDestinations(core);
+        var acknowledger = new DarqAcknowledger(core, outbox, _parked, versions);
+        _parts = new DarqParts
+        {
+            Core = core,
+            Producers = producers,
+            Inbox = inbox,
+            Outbox = outbox,
+            Marks = marks,
+            Pacing = pacing,
+            Versions = versions,
+            Committer = committer,
+            Feed = feed,
+            Intake = new DarqIntake(core, producers, inbox, marks, versions, committer, feed),
+            Stepper = stepper,
+            Batcher = new DarqStepBatcher(core, inbox, stepper),
+            Checkpointer = new DarqCheckpointer(core, inbox, outbox, marks, stepper),
+            Recovery = new DarqRecovery(core, producers, inbox, outbox, versions, committer),
+            Acknowledger = acknowledger,
+        };
+        _speculation = general ? new GeneralSpeculation(_parts) : new LocalSpeculation(_parts);
+        var sender = new DarqSender(core, outbox, new DarqOutReader(core), _parked, acknowledger, _speculation);
+        _delivery = new DarqDeliveryLoop(core, outbox, _parked, acknowledger, _speculation, sender);
     }
 
     /// <summary>The DARQ's name.</summary>
-    public string Name => _options.Name;
+    public string Name => _core.Name;
 
     /// <summary>The current processor incarnation (0 before the first registration).</summary>
-    public long Incarnation => Interlocked.Read(ref _incarnation);
+    public long Incarnation => _core.Incarnation;
 
     /// <summary>The first address still in the log (everything before it is completed and truncated).</summary>
-    public long BeginAddress => _log.BeginAddress;
+    public long BeginAddress => _core.Log.BeginAddress;
 
     /// <summary>The address the next entry goes to.</summary>
-    public long TailAddress => _log.TailAddress;
+    public long TailAddress => _core.Log.TailAddress;
 
     /// <summary>The address up to which the log is durable.</summary>
-    public long CommittedUntilAddress => _log.CommittedUntilAddress;
+    public long CommittedUntilAddress => _core.Log.CommittedUntilAddress;
+
+    /// <summary>The largest payload of one message, in bytes (<see cref="DarqOptions.MaxMessageSize"/>).</summary>
+    public int MaxMessageSize => _core.Options.MaxMessageSize;
 
     /// <summary>The number of IN and SELF messages not yet consumed.</summary>
-    public int UnconsumedCount => Volatile.Read(ref _unconsumedCount);
+    public int UnconsumedCount => _parts.Inbox.Count;
 
     /// <summary>
     /// The number of unconsumed plain SELF messages (activities excluded): what a checkpoint would hand its snapshot
     /// function. Kept up to date by steps, checkpoints, recovery and rollbacks; O(1) to read.
     /// </summary>
-    public int UnconsumedSelfCount => Volatile.Read(ref _unconsumedSelfCount);
+    public int UnconsumedSelfCount => _parts.Inbox.SelfCount;
 
     /// <summary>The sum of the payload lengths of the unconsumed plain SELF messages, in bytes (see <see cref="UnconsumedSelfCount"/>).</summary>
-    public long UnconsumedSelfBytes => Volatile.Read(ref _unconsumedSelfBytes);
+    public long UnconsumedSelfBytes => _parts.Inbox.SelfBytes;
 
-    /// <summary>The largest payload of one message, in bytes (<see cref="DarqOptions.MaxMessageSize"/>).</summary>
-    public int MaxMessageSize => _options.MaxMessageSize;
+    /// <summary>
+    /// The payload bytes of the IN messages held in memory (unconsumed, handed to the processor or waiting for one): at
+    /// most <see cref="DarqOptions.MaxBufferedInBytes"/> but for one message, plus what the processor read and holds
+    /// unconsumed when it is given more (see the option).
+    /// </summary>
+    public long BufferedInBytes => _parts.Inbox.BufferedInBytes;
+
+    /// <summary>How many unconsumed IN messages wait in the log only, to be read back when the processor gets to them.</summary>
+    public int SpilledInCount => _parts.Inbox.SpilledInCount;
+
+    /// <summary>The number of OUT messages not yet acknowledged by their destinations.</summary>
+    public int PendingOutCount => _parts.Outbox.Count;
+
+    /// <summary>
+    /// The payload bytes of the pending OUT messages held in memory for delivery: at most
+    /// <see cref="DarqOptions.MaxBufferedOutBytes"/>. Always 0 without <see cref="DarqOptions.Destinations"/>.
+    /// </summary>
+    public long BufferedOutBytes => _parts.Outbox.BufferedBytes;
+
+    /// <summary>
+    /// How many pending OUT messages wait in the log only: with <see cref="DarqOptions.Destinations"/> those beyond
+    /// <see cref="DarqOptions.MaxBufferedOutBytes"/>, which delivery reads back when it sends them; without, all.
+    /// </summary>
+    public int SpilledOutCount => _parts.Outbox.SpilledCount;
+
+    /// <summary>
+    /// The destinations that refused their oldest pending OUT message for good (<see cref="DarqDeliveryRefusedException"/>):
+    /// nothing more is sent to them until <see cref="RetryParkedDelivery"/>, <see cref="DarqOptions.ParkedDeliveryRetryInterval"/>,
+    /// a discard of that message (<see cref="DiscardOutAsync"/>) or a reopen. Their messages stay pending; other
+    /// destinations are not held up.
+    /// </summary>
+    public IReadOnlyList<DarqParkedDelivery> ParkedDeliveries => _parked.List();
+
+    /// <summary>
+    /// The destinations delivery is working on: those delivering now, and those waiting after failed attempts (with the
+    /// time of their next try). A destination with nothing to deliver, or whose last attempt succeeded and which is not
+    /// delivering, is not listed; parked destinations are in <see cref="ParkedDeliveries"/>.
+    /// </summary>
+    public IReadOnlyList<DarqDeliveryLane> DeliveryLanes => _delivery.Lanes;
+
+    /// <summary>
+    /// The DARQ's LibDse StateObject when <see cref="DarqOptions.Speculation"/> is <see cref="DarqSpeculationMode.General"/>
+    /// (its versions, world-line and committed version); <see langword="null"/> otherwise.
+    /// </summary>
+    public StateObject? DseStateObject => _speculation.StateObject;
+
+    /// <summary>
+    /// General speculation: whether new actions wait because too many versions are not committed by the coordinator, or
+    /// their records fill the commit record (<see cref="DarqOptions.MaxUncommittedVersions"/>,
+    /// <see cref="DarqOptions.MaxSpeculationBytes"/>). Always <see langword="false"/> in other modes.
+    /// </summary>
+    public bool IsBackpressured => _speculation.IsBackpressured;
+
+    /// <summary>General speculation: the persisted versions the coordinator has not committed yet (0 in other modes).</summary>
+    public int UncommittedVersionCount => _speculation.UncommittedVersionCount;
 
     /// <summary>Opens a DARQ on its devices, recovering the state of the last valid commit.</summary>
     /// <param name="options">Devices and settings.</param>
     /// <param name="loggerFactory">Creates the DARQ's logger; <see langword="null"/> for none.</param>
     /// <param name="cancellationToken">Cancels recovery.</param>
+    /// <returns>The open DARQ; its group commit, delivery and feed run until it is disposed.</returns>
     /// <exception cref="InvalidDataException">A committed entry or the commit's state is corrupt; the message names the address.</exception>
     /// <exception cref="InvalidOperationException">
     /// The DARQ was created with a <see cref="DarqOptions.MaxProducers"/> that sizes the commit slots differently; nothing
@@ -129,71 +184,19 @@ public sealed partial class Darq : IAsyncDisposable
         ArgumentNullException.ThrowIfNull(options);
         options.Validate();
         var logger = loggerFactory?.CreateLogger<Darq>() ?? (ILogger)NullLogger.Instance;
-
-        // FasterLog's recovery info (addresses, commit number, iterators) plus the cookie, with room to spare. The slots
-        // are sized the same in every speculation mode (a log may be reopened in another mode, and the second slot's
-        // offset follows from the size); revision-3 DARQs sized them without the speculation room outside general mode.
-        int legacyMetadata = LegacyCommitMetadataCapacity(options.MaxProducers);
-        int maxMetadata = CommitMetadataCapacity(options.MaxProducers);
-        DarqCommitManager commitManager;
-        StorageFence[] fences = [];
-        try
-        {
-            // Before anything is read: an instance still writing must be fenced before recovery sees the storage.
-            fences = await AcquireFencesAsync(options, loggerFactory, cancellationToken).ConfigureAwait(false);
-            commitManager = await DarqCommitManager.OpenAsync(options.CommitDevice!, maxMetadata, legacyMetadata, options.OwnsDevices, logger, options.Name)
-                .ConfigureAwait(false);
-        }
-        catch (Exception e)
-        {
-            if (options.OwnsDevices)
-            {
-                DisposeDevices(options.CommitDevice!, options.LogDevice!);
-            }
-
-            await ReleaseFencesAsync(fences).ConfigureAwait(false);
-            if (e is DarqCommitSlotSizeMismatchException mismatch)
-            {
-                throw SlotSizeMismatch(options, mismatch);
-            }
-
-            throw;
-        }
-
+        var (commitManager, fences) = await DarqStorage.OpenAsync(options, loggerFactory, logger, cancellationToken).ConfigureAwait(false);
         FasterLog? log = null;
         try
         {
-            var settings = new FasterLogSettings
-            {
-                LogDevice = options.LogDevice,
-                PageSize = options.PageSize,
-                MemorySize = options.MemorySize,
-                SegmentSize = options.SegmentSize,
-                LogCommitManager = commitManager,
-                LogChecksum = LogChecksumType.None,
-                TryRecoverLatest = false,
-                AutoRefreshSafeTailAddress = false,
-                AutoCommit = false,
-            };
-            log = new FasterLog(settings, (ILogger?)null);
-            var darq = new Darq(options, log, commitManager, logger) { _fences = fences, _losableFences = [.. fences.Where(fence => fence.CanBeLost)] };
-            await darq.RecoverAsync(cancellationToken).ConfigureAwait(false);
-            if (options.Speculation == DarqSpeculationMode.General)
-            {
-                await darq.ConnectSpeculationAsync(cancellationToken).ConfigureAwait(false);
-            }
-
-            if (options.CommitInterval != Timeout.InfiniteTimeSpan)
-            {
-                darq._commitLoop = darq.RunCommitLoopAsync();
-            }
-
-            darq._feedLoop = darq.RunFeedLoopAsync();
+            log = DarqCore.OpenLog(options, commitManager);
+            var darq = new Darq(new DarqCore(options, log, commitManager, fences, logger));
+            await darq._parts.Recovery.RecoverAsync(cancellationToken).ConfigureAwait(false);
+            await darq._speculation.ConnectAsync(cancellationToken).ConfigureAwait(false);
+            darq._parts.Committer.Start();
+            darq._parts.Feed.Start();
             if (options.Destinations is { } destinations)
             {
-                // The first pass sends what recovery found committed and pending.
-                darq.SignalDelivery();
-                darq._deliveryLoop = darq.RunDeliveryLoopAsync(destinations);
+                darq._delivery.Start(destinations);
             }
 
             return darq;
@@ -214,7 +217,7 @@ public sealed partial class Darq : IAsyncDisposable
                     options.LogDevice!.Dispose();
                 }
 
-                await ReleaseFencesAsync(fences).ConfigureAwait(false);
+                await DarqCore.ReleaseAsync(fences).ConfigureAwait(false);
             }
 
             throw;
@@ -222,67 +225,16 @@ public sealed partial class Darq : IAsyncDisposable
     }
 
     /// <summary>
-    /// The commit metadata capacity for a producer limit: the largest cookie plus 4 KiB for FasterLog's own fields plus the
-    /// speculation room, the same in every speculation mode (a log may be reopened in another mode, and the second slot's
-    /// offset follows from the size).
+    /// The producer id under which a destination deduplicates the OUT messages of the source DARQ named
+    /// <paramref name="sourceName"/> (the sequence number is the OUT entry's LSN): XxHash64 of the UTF-8 bytes of
+    /// <c>"dse.darq.source:" + sourceName</c>. Producers that enqueue directly must not use these ids.
     /// </summary>
-    private static int CommitMetadataCapacity(int maxProducers) => LegacyCommitMetadataCapacity(maxProducers) + DarqCommitState.SpeculationRoom;
-
-    /// <summary>The capacity revision-3 DARQs sized the commit slots with outside general speculation: no speculation room.</summary>
-    private static int LegacyCommitMetadataCapacity(int maxProducers) => DarqCommitState.MaxSize(maxProducers) + 4096;
-
-    /// <summary>
-    /// The refusal of an open whose <see cref="DarqOptions.MaxProducers"/> sizes the commit slots otherwise than the records
-    /// on the commit device state, naming the MaxProducers values that give the recorded size.
-    /// </summary>
-    private static InvalidOperationException SlotSizeMismatch(DarqOptions options, DarqCommitSlotSizeMismatchException mismatch)
+    /// <param name="sourceName">The source DARQ's name.</param>
+    /// <returns>The producer id.</returns>
+    public static long SourceProducerId(string sourceName)
     {
-        // Slots are whole 4 KiB blocks, so a range of MaxProducers values shares one size; sizes grow with MaxProducers.
-        long recorded = mismatch.RecordedSlotSize;
-        int lowest = FirstMaxProducersWithSlotsOf(recorded);
-        int highest = FirstMaxProducersWithSlotsOf(recorded + 1) - 1;
-        string created = lowest > highest
-            ? $"which no MaxProducers between 1 and {DarqOptions.MaxProducersLimit} gives (not a commit device of this DARQ revision?)"
-            : lowest == highest ? $"which MaxProducers {lowest} gives" : $"which MaxProducers {lowest} to {highest} give";
-        return new InvalidOperationException(
-            $"DARQ '{options.Name}' was created with another DarqOptions.MaxProducers: its commit records were written with {recorded}-byte " +
-            $"commit slots, {created}, but this open has MaxProducers {options.MaxProducers}, which gives {mismatch.SlotSize}-byte slots " +
-            "(the second slot's offset follows from the size). Reopen it with the MaxProducers it was created with; nothing was changed on its devices.",
-            mismatch);
-
-        // The smallest MaxProducers whose slots are at least this large (MaxProducersLimit + 1 when none).
-        static int FirstMaxProducersWithSlotsOf(long slotSize)
-        {
-            int low = 1;
-            int high = DarqOptions.MaxProducersLimit + 1;
-            while (low < high)
-            {
-                int middle = low + ((high - low) / 2);
-                if (DarqCommitManager.SlotSizeFor(CommitMetadataCapacity(middle)) >= slotSize)
-                {
-                    high = middle;
-                }
-                else
-                {
-                    low = middle + 1;
-                }
-            }
-
-            return low;
-        }
-    }
-
-    /// <summary>Disposes devices one after the other, each even when an earlier one throws.</summary>
-    private static void DisposeDevices(IDevice first, IDevice second)
-    {
-        try
-        {
-            first.Dispose();
-        }
-        finally
-        {
-            second.Dispose();
-        }
+        ArgumentException.ThrowIfNullOrEmpty(sourceName);
+        return unchecked((long)XxHash64.HashToUInt64(Encoding.UTF8.GetBytes("dse.darq.source:" + sourceName)));
     }
 
     /// <summary>Appends an IN message without deduplication.</summary>
@@ -292,10 +244,8 @@ public sealed partial class Darq : IAsyncDisposable
     /// <exception cref="ArgumentException">The payload is larger than <see cref="MaxMessageSize"/>.</exception>
     public ValueTask<DarqEnqueueResult> EnqueueAsync(ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default)
     {
-        CheckPayload(payload.Length, nameof(payload));
-        return _dse is null
-            ? EnqueueCoreAsync(payload, 0, 0, dedup: false, contiguous: false, cancellationToken)
-            : EnqueueInActionAsync(payload, 0, 0, dedup: false, contiguous: false, cancellationToken);
+        _core.CheckPayload(payload.Length, nameof(payload));
+        return _speculation.EnqueueAsync(payload, 0, 0, dedup: false, contiguous: false, cancellationToken);
     }
 
     /// <summary>
@@ -317,20 +267,71 @@ public sealed partial class Darq : IAsyncDisposable
         CancellationToken cancellationToken = default)
     {
         ArgumentOutOfRangeException.ThrowIfNegative(sequenceNumber);
-        CheckPayload(payload.Length, nameof(payload));
-        bool contiguous = _options.ContiguousProducerSequences;
-        return _dse is null
-            ? EnqueueCoreAsync(payload, producerId, sequenceNumber, dedup: true, contiguous, cancellationToken)
-            : EnqueueInActionAsync(payload, producerId, sequenceNumber, dedup: true, contiguous, cancellationToken);
+        _core.CheckPayload(payload.Length, nameof(payload));
+        return _speculation.EnqueueAsync(payload, producerId, sequenceNumber, dedup: true, _core.Options.ContiguousProducerSequences, cancellationToken);
     }
+
+    /// <summary>
+    /// Receives an OUT message from another DARQ as an IN message, deduplicated by (source, source LSN): producer id
+    /// <see cref="SourceProducerId"/> of the source, sequence number the source LSN. A resend of a message already
+    /// received (the source crashed before it recorded the acknowledgement) is a duplicate and appends nothing.
+    /// </summary>
+    /// <param name="delivery">The message.</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate or log memory; nothing is appended then.</param>
+    /// <returns>The enqueue result; acknowledge the source only once <see cref="DarqEnqueueResult.DurableAt"/> is committed.</returns>
+    /// <remarks>
+    /// Deduplication keeps the largest sequence number seen per producer, so a source must send each destination its OUT
+    /// messages in LSN order, each after the previous was appended (the delivery loop does): a message overtaken by a
+    /// later one would be taken for a duplicate and lost. Gaps in the LSNs are fine.
+    /// </remarks>
+    public ValueTask<DarqEnqueueResult> ReceiveAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
+    {
+        CheckDelivery(delivery);
+        return _speculation.ReceiveAsync(delivery, cancellationToken);
+    }
+
+    /// <summary>
+    /// Receives an OUT message from another DARQ (see <see cref="ReceiveAsync"/>) and returns the header to acknowledge it
+    /// with. General speculation: the receive runs in an action started with the delivery's <see cref="DarqDelivery.DseHeader"/>
+    /// (commit ordering and world-line rules apply) and returns at once with the header of this DARQ's vertex, which the
+    /// source consumes when it records the acknowledgement. Otherwise: waits until the message is durable here and returns
+    /// an empty header.
+    /// </summary>
+    /// <param name="delivery">The message.</param>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <returns>The encoded DSE header of the acknowledgement (empty when this DARQ does not speculate generally).</returns>
+    /// <exception cref="DarqMessageRefusedException">The message comes from a rolled-back world-line.</exception>
+    /// <exception cref="DseHeaderFormatException">The delivery's header is malformed.</exception>
+    public async ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
+    {
+        if (_speculation.StateObject is null)
+        {
+            await ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false);
+            return ReadOnlyMemory<byte>.Empty;
+        }
+
+        CheckDelivery(delivery);
+        var (_, header) = await _speculation.ReceiveForTransportAsync(delivery, cancellationToken).ConfigureAwait(false);
+        return header;
+    }
+
+    /// <summary>
+    /// Registers a processor: gives it the next incarnation (persisted before this returns), supersedes the previous
+    /// processor, and streams to it every unconsumed SELF message, then every unconsumed IN message (each in LSN order,
+    /// marked as replay), then live IN traffic. The processor steps (<see cref="DarqProcessor.StepAsync"/>,
+    /// <see cref="DarqProcessor.ConsumeAsync"/>) under its incarnation until a newer one registers.
+    /// </summary>
+    /// <param name="cancellationToken">Cancels waiting for the gate; once the registration is appended it stands.</param>
+    /// <returns>The registered processor.</returns>
+    public ValueTask<DarqProcessor> RegisterProcessorAsync(CancellationToken cancellationToken = default) => _speculation.RegisterAsync(this, cancellationToken);
 
     /// <summary>Commits the log up to its current tail, with the DARQ state, and waits until that commit is durable.</summary>
     /// <param name="cancellationToken">Cancels waiting; the commit itself still happens.</param>
     /// <exception cref="IOException">Commit-record writes to the commit device keep failing; the commit is retried in the background.</exception>
-    public async ValueTask CommitAsync(CancellationToken cancellationToken = default)
+    public ValueTask CommitAsync(CancellationToken cancellationToken = default)
     {
-        ThrowIfDisposed();
-        await CommitCoreAsync(cancellationToken).ConfigureAwait(false);
+        _core.ThrowIfClosed();
+        return _parts.Committer.CommitAsync(cancellationToken);
     }
 
     /// <summary>Waits until the log is durable up to <paramref name="address"/> (from an enqueue or step result).</summary>
@@ -338,15 +339,34 @@ public sealed partial class Darq : IAsyncDisposable
     /// <param name="cancellationToken">Cancels waiting.</param>
     /// <remarks>This issues no commit: the group commit (or <see cref="CommitAsync"/>) does.</remarks>
     /// <exception cref="IOException">Commit-record writes to the commit device keep failing; commits are retried in the background.</exception>
-    public ValueTask WaitForCommitAsync(long address, CancellationToken cancellationToken = default)
-    {
-        if (_log.CommittedUntilAddress >= address)
-        {
-            return ValueTask.CompletedTask;
-        }
+    public ValueTask WaitForCommitAsync(long address, CancellationToken cancellationToken = default) => _core.WaitForCommitAsync(address, cancellationToken);
 
-        return UntilCommitFailureAsync(_log.WaitForCommitAsync(address, -1, cancellationToken));
-    }
+    /// <summary>
+    /// Waits until what was appended at <paramref name="address"/> can never be lost: committed to the log, or (general
+    /// speculation) inside a version the coordinator committed. The barrier for external consumers and for durable
+    /// acknowledgements to non-speculative producers.
+    /// </summary>
+    /// <param name="address">
+    /// An entry's address (a message's LSN), or the <c>DurableAt</c> of an enqueue or step result. General speculation:
+    /// the entry at <paramref name="address"/>; when nothing has been appended there yet (the tail, as the
+    /// <c>DurableAt</c> of the last entry is), the entry just before it. Pass <c>DurableAt - 1</c> to name exactly the
+    /// entry of a result: a later entry at <c>DurableAt</c> may belong to a later version, or be rolled back alone.
+    /// </param>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <exception cref="DseRolledBackException">General speculation: the entry was rolled back.</exception>
+    public ValueTask WaitForRecoverableAsync(long address, CancellationToken cancellationToken = default)
+        => _speculation.WaitForRecoverableAsync(address, cancellationToken);
+
+    /// <summary>
+    /// General speculation: waits while new actions are held back (<see cref="IsBackpressured"/>); returns at once
+    /// otherwise, and in other modes. For code that advances the StateObject's version itself
+    /// (<see cref="StateObject.AdvanceVersionAsync"/>): an explicit advance persists a version even when nothing changed,
+    /// which backpressure does not hold back, so such a driver waits here before each advance.
+    /// </summary>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <returns>A task that completes once there is room, or at once when the StateObject faulted (its next use throws).</returns>
+    /// <exception cref="ObjectDisposedException">The DARQ was disposed while waiting.</exception>
+    public ValueTask WaitForSpeculationRoomAsync(CancellationToken cancellationToken = default) => _speculation.WaitForRoomAsync(cancellationToken);
 
     /// <summary>
     /// Truncates the completed prefix of the log (everything before the step holding the oldest unconsumed IN or SELF
@@ -358,32 +378,142 @@ public sealed partial class Darq : IAsyncDisposable
     /// <returns>The new begin address.</returns>
     public async ValueTask<long> TruncateAsync(CancellationToken cancellationToken = default)
     {
-        ThrowIfDisposed();
-        long begin = await TruncateCoreAsync(background: false, cancellationToken).ConfigureAwait(false);
-        await CommitCoreAsync(cancellationToken).ConfigureAwait(false);
+        _core.ThrowIfClosed();
+        long begin = await _parts.Committer.TruncateAsync(background: false, cancellationToken).ConfigureAwait(false);
+        await _parts.Committer.CommitAsync(cancellationToken).ConfigureAwait(false);
         return begin;
     }
 
-    /// <summary>Stops the background commit, commits what was appended, and closes the log (and the devices when owned).</summary>
+    /// <summary>
+    /// Waits until an OUT message is acknowledged by its destination (at once when <paramref name="outLsn"/> is no pending
+    /// OUT entry: already acknowledged, or never one).
+    /// </summary>
+    /// <param name="outLsn">The OUT entry's LSN (from <see cref="DarqStepResult.OutLsns"/>).</param>
+    /// <param name="cancellationToken">Cancels waiting.</param>
+    /// <exception cref="ObjectDisposedException">The DARQ closed before the message was acknowledged.</exception>
+    /// <exception cref="DseRolledBackException">General speculation: a rollback voided the step that produced the message, which is never delivered.</exception>
+    /// <exception cref="DarqDeliveryRefusedException">
+    /// The destination refused the message for good and is parked (see <see cref="ParkedDeliveries"/>); the message stays
+    /// pending.
+    /// </exception>
+    public ValueTask WaitForDeliveredAsync(long outLsn, CancellationToken cancellationToken = default)
+        => _parts.Acknowledger.WaitForDeliveredAsync(outLsn, cancellationToken);
+
+    /// <summary>
+    /// The number of OUT messages to one destination not yet acknowledged (<see cref="PendingOutCount"/> counts every
+    /// destination's): for a parked destination (<see cref="ParkedDeliveries"/>), its refused message and every later one
+    /// held behind it. Read under the DARQ's gate (a count kept per destination).
+    /// </summary>
+    /// <param name="destination">The destination's name, as the OUT messages name it.</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate.</param>
+    /// <returns>The count; 0 for a destination with nothing pending (or never named).</returns>
+    /// <exception cref="ArgumentException"><paramref name="destination"/> is null or empty.</exception>
+    /// <exception cref="ObjectDisposedException">The DARQ is closed.</exception>
+    public ValueTask<int> PendingOutCountAsync(string destination, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(destination);
+        return _parts.Acknowledger.PendingOutCountAsync(destination, cancellationToken);
+    }
+
+    /// <summary>
+    /// Tries a parked destination again now (after its configuration was fixed, say): delivery sends it its oldest pending
+    /// OUT message on its next pass.
+    /// </summary>
+    /// <param name="destination">The destination's name.</param>
+    /// <returns>Whether the destination was parked.</returns>
+    public bool RetryParkedDelivery(string destination)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(destination);
+        if (!_parked.Retry(destination))
+        {
+            return false;
+        }
+
+        _delivery.Signal();
+        return true;
+    }
+
+    /// <summary>
+    /// Gives up a pending OUT message: appends an ACK entry marked "discarded" and waits until it is durable (under general
+    /// speculation: recoverable), so the message is never sent again, and later messages to its destination (which it was
+    /// holding up, if it was parked) go out. The destination may already hold the message, if an earlier attempt got
+    /// through and only its acknowledgement was lost.
+    /// </summary>
+    /// <param name="outLsn">The OUT message's LSN (<see cref="DarqStepResult.OutLsns"/>, <see cref="DarqParkedDelivery.Lsn"/>).</param>
+    /// <param name="cancellationToken">Cancels waiting for room under backpressure or for the gate (nothing is appended then), or for durability (the discard stands).</param>
+    /// <returns><see langword="true"/> when the message was discarded; <see langword="false"/> when no OUT message is pending at that LSN (acknowledged, discarded, rolled back, or never one).</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="outLsn"/> is negative.</exception>
+    public async ValueTask<bool> DiscardOutAsync(long outLsn, CancellationToken cancellationToken = default)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(outLsn);
+        long durableAt = await _speculation.DiscardAsync(outLsn, cancellationToken).ConfigureAwait(false);
+        if (durableAt < 0)
+        {
+            return false;
+        }
+
+        _delivery.Signal();
+        await _speculation.EnsureDurableAsync(durableAt, cancellationToken).ConfigureAwait(false);
+        return true;
+    }
+
+    /// <summary>
+    /// The number of producers in the deduplication table (at most <see cref="DarqOptions.MaxProducers"/>), source DARQs
+    /// that delivered here included.
+    /// </summary>
+    /// <param name="cancellationToken">Cancels waiting for the gate.</param>
+    /// <returns>The count.</returns>
+    public ValueTask<int> ProducerCountAsync(CancellationToken cancellationToken = default) => _parts.Intake.ProducerCountAsync(cancellationToken);
+
+    /// <summary>
+    /// The largest sequence number the deduplication table holds for <paramref name="producerId"/>, or
+    /// <see langword="null"/> when it does not know the producer (never seen, or retired).
+    /// </summary>
+    /// <param name="producerId">The producer id (a source DARQ's is <see cref="SourceProducerId"/>).</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate.</param>
+    /// <returns>The sequence number, or null.</returns>
+    public ValueTask<long?> ProducerSequenceAsync(long producerId, CancellationToken cancellationToken = default)
+        => _parts.Intake.ProducerSequenceAsync(producerId, cancellationToken);
+
+    /// <summary>
+    /// Removes a producer that will never send again from the deduplication table, which frees its slot
+    /// (<see cref="DarqOptions.MaxProducers"/>) and its 16 bytes in every commit record, and returns once the removal
+    /// can no longer be lost: without <see cref="DarqSpeculationMode.General"/> speculation, once a commit whose table
+    /// lacks the producer is durable; under general speculation, once the coordinator committed the version that removed
+    /// it (a rollback before that brings the producer back and throws <see cref="DseRolledBackException"/>).
+    /// </summary>
+    /// <param name="producerId">The producer id (a source DARQ's is <see cref="SourceProducerId"/>, for a DARQ taken out of service).</param>
+    /// <param name="cancellationToken">Cancels waiting for room under backpressure or for the gate (nothing changes then), or for the commit (the removal stands).</param>
+    /// <returns><see langword="true"/> when the producer was removed; <see langword="false"/> when the table did not hold it.</returns>
+    /// <remarks>
+    /// A retired producer that sends again is a new producer: every sequence number is taken again (with
+    /// <see cref="DarqOptions.ContiguousProducerSequences"/>, from 0), so a resend of a message it sent before the
+    /// retirement is appended a second time. Retire a producer only once nothing of it can still be in flight or resent,
+    /// and let it send again only after this returned.
+    /// </remarks>
+    /// <exception cref="IOException">The commit that carries the removal failed (the removal may still become durable with a later commit).</exception>
+    /// <exception cref="DseRolledBackException">General speculation: a rollback voided the removal before it became recoverable.</exception>
+    public ValueTask<bool> RetireProducerAsync(long producerId, CancellationToken cancellationToken = default)
+        => _speculation.RetireProducerAsync(producerId, cancellationToken);
+
+    /// <summary>Stops the background commit, delivery and feed, commits what was appended, and closes the log (and the devices when owned).</summary>
+    /// <returns>A task that completes once the DARQ is closed.</returns>
     public async ValueTask DisposeAsync()
     {
-        if (Interlocked.Exchange(ref _disposed, 1) != 0)
+        if (!_core.TryClose())
         {
             return;
         }
 
-        await _stopping.CancelAsync().ConfigureAwait(false);
-        if (_dse is not null)
-        {
-            // First: no version advance or rollback may run once the log closes.
-            await _dse.DisposeAsync().ConfigureAwait(false);
-        }
+        await _core.StopAsync().ConfigureAwait(false);
 
-        foreach (var (loop, name) in new[] { (_commitLoop, "commit"), (_deliveryLoop, "delivery"), (_feedLoop, "feed") })
+        // First: no version advance or rollback may run once the log closes.
+        await _speculation.DisposeAsync().ConfigureAwait(false);
+        foreach (var (loop, name) in new[] { (_parts.Committer.Loop, "commit"), (_delivery.Loop, "delivery"), (_parts.Feed.Loop, "feed") })
         {
             try
             {
-                await loop.WaitAsync(LoopStopTimeout, _options.TimeProvider).ConfigureAwait(false);
+                await loop.WaitAsync(LoopStopTimeout, _core.Options.TimeProvider).ConfigureAwait(false);
             }
             catch (OperationCanceledException)
             {
@@ -393,734 +523,221 @@ public sealed partial class Darq : IAsyncDisposable
             {
                 // Closed regardless: FasterLog keeps the log's memory until the loop's iterator or read lets go of it, and
                 // whatever the loop does next fails on the closed DARQ (its processor's stream is closed below).
-                DarqLog.LoopDidNotStop(_logger, Name, name, LoopStopTimeout);
+                DarqLogMessages.LoopDidNotStop(_core.Logger, Name, name, LoopStopTimeout);
             }
         }
 
         try
         {
             // Bounded: a commit device that stopped answering must not keep the DARQ from closing.
-            await CommitCoreAsync(CancellationToken.None).AsTask().WaitAsync(FinalCommitTimeout, _options.TimeProvider).ConfigureAwait(false);
+            await _parts.Committer.CommitAsync(CancellationToken.None).AsTask().WaitAsync(FinalCommitTimeout, _core.Options.TimeProvider).ConfigureAwait(false);
         }
         catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException or TimeoutException)
         {
-            DarqLog.CommitFailed(_logger, e, Name);
+            DarqLogMessages.CommitFailed(_core.Logger, e, Name);
         }
 
         bool storageClosed = true;
-        await _gate.WaitAsync().ConfigureAwait(false);
+        await _core.Gate.WaitAsync().ConfigureAwait(false);
         try
         {
-            _processor?.Close();
-            _processor = null;
-            PulseDeliveryProgress();
+            _core.Processor?.Close();
+            _core.Processor = null;
+            _parts.Outbox.PulseProgress();
 
             // Stop retrying commit-record writes first, so FasterLog's commit worker is free when the log is disposed.
-            _commitManager.Close();
+            _core.CommitManager.Close();
 
-            // Off this thread, and bounded: FasterLog and FASTER's devices close synchronously and wait for every I/O
-            // they issued, and one that never returns kept DisposeAsync from returning (seen once, a local-file device
-            // waiting for a file handle after the final commit failed).
-            var closing = Task.Run(CloseStorage);
+            // Off this thread, and bounded: FasterLog and FASTER's devices close synchronously and wait for every I/O they
+            // issued, and one that never returns must not keep DisposeAsync from returning.
+            var closing = Task.Run(_core.CloseStorage);
             try
             {
-                await closing.WaitAsync(StorageCloseTimeout, _options.TimeProvider).ConfigureAwait(false);
+                await closing.WaitAsync(StorageCloseTimeout, _core.Options.TimeProvider).ConfigureAwait(false);
             }
             catch (TimeoutException)
             {
                 storageClosed = false;
-                DarqLog.StorageDidNotClose(_logger, Name, StorageCloseTimeout);
+                DarqLogMessages.StorageDidNotClose(_core.Logger, Name, StorageCloseTimeout);
             }
         }
         finally
         {
-            _gate.Release();
+            _core.Gate.Release();
         }
 
         // Last: nothing of this instance writes any more. Storage that did not close may still be written to, so its
         // locks stay taken (a new instance on the same files is refused) until the process ends.
         if (storageClosed)
         {
-            await ReleaseFencesAsync(_fences).ConfigureAwait(false);
+            await _core.ReleaseFencesAsync().ConfigureAwait(false);
         }
 
-        _stopping.Dispose();
+        _core.DisposeStopping();
     }
 
-    /// <summary>Disposes the log, the commit manager (and the commit device when owned) and the log device when owned.</summary>
-    private void CloseStorage()
+    /// <summary>Steps under <paramref name="incarnation"/> (a processor's, or a remote processor's through the transport).</summary>
+    internal ValueTask<DarqStepResult> StepAsync(long incarnation, DarqStep step, CancellationToken cancellationToken = default)
     {
-        try
+        ArgumentNullException.ThrowIfNull(step);
+        if (step.OnlyConsumed < 0)
         {
-            _log.Dispose();
+            // A step that only consumes one message is one small record: it always fits.
+            _parts.Stepper.CheckShape(step);
         }
-        finally
-        {
-            _commitManager.Dispose();
-            if (_options.OwnsDevices)
-            {
-                _options.LogDevice!.Dispose();
-            }
-        }
+
+        return _speculation.StepAsync(incarnation, step, cancellationToken);
     }
 
-    private void CheckPayload(int length, string parameter)
+    /// <summary>A consume-only step under <paramref name="incarnation"/>: the fast path of <see cref="StepAsync"/>, with an 8-byte result.</summary>
+    internal ValueTask<DarqConsumeResult> ConsumeAsync(long incarnation, long lsn, CancellationToken cancellationToken = default)
+        => _speculation.ConsumeAsync(incarnation, lsn, cancellationToken);
+
+    /// <summary>Steps several steps under <paramref name="incarnation"/> under one gate acquisition; refused whole if any step is refused.</summary>
+    internal ValueTask<IReadOnlyList<DarqStepResult>> StepBatchAsync(long incarnation, IReadOnlyList<DarqStep> steps, CancellationToken cancellationToken = default)
     {
-        if (length > _options.MaxMessageSize)
-        {
-            throw new ArgumentException(
-                $"The message has {length} bytes; DARQ '{Name}' accepts at most {_options.MaxMessageSize} (DarqOptions.MaxMessageSize).", parameter);
-        }
+        _parts.Batcher.CheckShapes(steps);
+        return _speculation.StepBatchAsync(incarnation, steps, cancellationToken);
     }
 
-    private void ThrowIfDisposed()
+    /// <summary>Compacts every unconsumed plain SELF message through <paramref name="snapshot"/> under <paramref name="incarnation"/>.</summary>
+    internal ValueTask<DarqCheckpointResult> CheckpointAsync(long incarnation, DarqSnapshot snapshot, CancellationToken cancellationToken = default)
     {
-        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
-        ThrowIfFenced();
+        ArgumentNullException.ThrowIfNull(snapshot);
+        return _speculation.CheckpointAsync(incarnation, null, null, snapshot, cancellationToken);
+    }
+
+    /// <summary>Replaces the named SELF messages by <paramref name="snapshot"/> under <paramref name="incarnation"/>.</summary>
+    internal ValueTask<DarqCheckpointResult> CheckpointAsync(long incarnation, IReadOnlyList<long> replace, IReadOnlyList<ReadOnlyMemory<byte>> snapshot,
+        CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(replace);
+        ArgumentNullException.ThrowIfNull(snapshot);
+        if (replace.Count == 0)
+        {
+            throw new ArgumentException("A checkpoint must replace at least one SELF message (to only add SELF messages, take a step).", nameof(replace));
+        }
+
+        _parts.Checkpointer.CheckShape(snapshot, replace.Count);
+        return _speculation.CheckpointAsync(incarnation, replace, snapshot, null, cancellationToken);
+    }
+
+    /// <summary>Logs that an automatic checkpoint of the processor is due, and which threshold made it so.</summary>
+    internal void AutoCheckpointDue(long incarnation, string threshold)
+        => DarqLogMessages.AutoCheckpointDue(_core.Logger, Name, incarnation, threshold, UnconsumedSelfCount, UnconsumedSelfBytes);
+
+    /// <summary>Logs an automatic checkpoint of the processor that failed (and changed nothing).</summary>
+    internal void AutoCheckpointFailed(Exception exception, long incarnation) => DarqLogMessages.AutoCheckpointFailed(_core.Logger, exception, Name, incarnation);
+
+    /// <summary>
+    /// Receives a delivered OUT message for a transport and returns when it may be acknowledged. With a
+    /// <see cref="DarqDelivery.DseHeader"/> and general speculation on: in an action consuming the header, at once, with
+    /// this DARQ's header (as <see cref="ReceiveSpeculativeAsync"/>). Otherwise: once the message (or the original it
+    /// duplicates) is durable here, or under general speculation recoverable, with an empty header.
+    /// </summary>
+    internal ValueTask<(DarqEnqueueResult Result, ReadOnlyMemory<byte> Header)> ReceiveForTransportAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        CheckDelivery(delivery);
+        return _speculation.ReceiveForTransportAsync(delivery, cancellationToken);
+    }
+
+    /// <summary>Receives a delivery and returns once it (or the original it duplicates) may be acknowledged without a header.</summary>
+    internal async ValueTask<DarqEnqueueResult> ReceiveDurablyAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
+        await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
+        return result;
     }
 
     /// <summary>
-    /// Checks and appends an IN entry. <paramref name="contiguous"/>: whether a sequence number more than one above the
-    /// producer's is refused (producers' enqueues with <see cref="DarqOptions.ContiguousProducerSequences"/>, never deliveries).
+    /// Receives a batch of delivered OUT messages of one source (increasing source LSNs), each deduplicated as
+    /// <see cref="ReceiveAsync"/> does, and returns once all of them are appended: each message's result, and the address
+    /// that must be durable for all of them (or the originals they duplicate) to be. Every message is checked before any
+    /// is appended, so a refused batch changes nothing; a batch that fails later may have appended a prefix, which a
+    /// resend finds duplicated.
     /// </summary>
-    private ValueTask<DarqEnqueueResult> EnqueueCoreAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup, bool contiguous,
+    /// <exception cref="ArgumentException">The batch is empty, mixes sources, is out of LSN order, or a payload is too large; nothing was appended.</exception>
+    internal async ValueTask<(DarqEnqueueResult[] Results, long DurableAt)> ReceiveBatchAsync(IReadOnlyList<DarqDelivery> deliveries,
         CancellationToken cancellationToken)
     {
-        // Built before taking the gate: only the sequence number and the checksum wait for it.
-        var entry = DarqEntryFormat.InUnsealed(payload.Span, producerId, sequenceNumber, dedup);
-
-        // Fast path: the gate is free and the log has room, so the enqueue completes synchronously.
-        if (cancellationToken.IsCancellationRequested || !_gate.Wait(0))
+        CheckBatch(deliveries);
+        var results = new DarqEnqueueResult[deliveries.Count];
+        long durableAt = 0;
+        for (int i = 0; i < results.Length; i++)
         {
-            return EnqueueSlowAsync(entry, producerId, sequenceNumber, dedup, contiguous, cancellationToken);
+            results[i] = await _speculation.ReceiveAsync(deliveries[i], cancellationToken).ConfigureAwait(false);
+            durableAt = Math.Max(durableAt, results[i].DurableAt);
         }
 
-        bool release = true;
-        try
-        {
-            if (IsDuplicate(producerId, sequenceNumber, dedup, contiguous, out var duplicate))
-            {
-                return ValueTask.FromResult(duplicate);
-            }
-
-            DarqEntryFormat.SealIn(entry, _nextSequence, dedup);
-            if (_log.TryEnqueue(entry, out long lsn))
-            {
-                return ValueTask.FromResult(ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup));
-            }
-
-            // The in-memory log is full: the slow path appends the sealed entry and releases the gate.
-            release = false;
-            return AppendEnqueueAsync(entry, producerId, sequenceNumber, dedup, cancellationToken);
-        }
-#pragma warning disable CA1031 // Not swallowed: a refused enqueue faults the returned task, as the slow path's would.
-        catch (Exception e)
-#pragma warning restore CA1031
-        {
-            return ValueTask.FromException<DarqEnqueueResult>(e);
-        }
-        finally
-        {
-            if (release)
-            {
-                _gate.Release();
-            }
-        }
+        return (results, durableAt);
     }
 
-    /// <summary>An enqueue that found the gate taken: waits for it, then checks and appends.</summary>
-    private async ValueTask<DarqEnqueueResult> EnqueueSlowAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup, bool contiguous,
-        CancellationToken cancellationToken)
+    /// <summary>As <see cref="ReceiveBatchAsync"/>, and returns once the batch is durable here (or, under general speculation, recoverable).</summary>
+    internal async ValueTask<DarqEnqueueResult[]> ReceiveBatchDurablyAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
     {
-        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
-        try
-        {
-            if (IsDuplicate(producerId, sequenceNumber, dedup, contiguous, out var duplicate))
-            {
-                return duplicate;
-            }
-
-            DarqEntryFormat.SealIn(entry, _nextSequence, dedup);
-            long lsn = await AppendAsync(entry, cancellationToken).ConfigureAwait(false);
-            return ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup);
-        }
-        finally
-        {
-            _gate.Release();
-        }
-    }
-
-    /// <summary>Appends a sealed IN entry once log memory frees up; owns the gate, which the caller took, and releases it.</summary>
-    private async ValueTask<DarqEnqueueResult> AppendEnqueueAsync(byte[] entry, long producerId, long sequenceNumber, bool dedup,
-        CancellationToken cancellationToken)
-    {
-        try
-        {
-            long lsn = await _log.EnqueueAsync(entry, cancellationToken).ConfigureAwait(false);
-            return ApplyEnqueue(entry, lsn, producerId, sequenceNumber, dedup);
-        }
-        finally
-        {
-            _gate.Release();
-        }
+        var (results, durableAt) = await ReceiveBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
+        await EnsureDurableAsync(durableAt, cancellationToken).ConfigureAwait(false);
+        return results;
     }
 
     /// <summary>
-    /// Under the gate: whether a deduplicated enqueue is a duplicate (then <paramref name="result"/> acknowledges it);
-    /// throws when the producer would be one too many, or (<paramref name="contiguous"/>) when the number skips some.
+    /// Waits until the entry ending at <paramref name="address"/> may be acknowledged: committed (waiting for the group
+    /// commit, or committing when there is none), or under general speculation inside the recoverable boundary.
     /// </summary>
-    private bool IsDuplicate(long producerId, long sequenceNumber, bool dedup, bool contiguous, out DarqEnqueueResult result)
+    internal ValueTask EnsureDurableAsync(long address, CancellationToken cancellationToken) => _speculation.EnsureDurableAsync(address, cancellationToken);
+
+    /// <summary>What a delivery pass would collect now, as (LSN, destination) in collection order; for tests.</summary>
+    internal ValueTask<List<(long Lsn, string Destination)>> CollectDeliverableForTestAsync() => _delivery.CollectForTestAsync();
+
+    /// <summary>The LSN of the earliest OUT message to <paramref name="destination"/> still pending, or -1; for tests, on a quiet DARQ.</summary>
+    internal long EarliestPendingOut(string destination) => _parts.Outbox.Earliest(destination);
+
+    /// <summary>Releases what a process's death would release (local lock files): for in-process tests that abandon an instance as a crash.</summary>
+    internal ValueTask ReleaseFencesAsProcessExitWouldAsync() => _core.ReleaseFencesAsProcessExitWouldAsync();
+
+    /// <summary>After every commit: wakes delivery and the feed (spilled messages are read back once committed), and releases newly committed messages to a processor that holds them.</summary>
+    private void SignalCommitted()
     {
-        ThrowIfDisposed();
-        result = default;
-        if (!dedup)
-        {
-            return false;
-        }
-
-        bool known = _producers.TryGetValue(producerId, out long seen);
-        if (known && sequenceNumber <= seen)
-        {
-            NoteProducerSeen(producerId);
-            DarqInstrumentation.Duplicates.Add(1, _tag);
-            result = new DarqEnqueueResult(-1, IsDuplicate: true, DurableAt: _log.TailAddress);
-            return true;
-        }
-
-        long expected = known ? seen + 1 : 0;
-        if (contiguous && sequenceNumber != expected)
-        {
-            DarqInstrumentation.SequenceGaps.Add(1, _tag);
-            throw new DarqSequenceGapException(Name, producerId, sequenceNumber, expected);
-        }
-
-        if (!known && _producers.Count >= _options.MaxProducers)
-        {
-            throw new InvalidOperationException(
-                $"DARQ '{Name}' already tracks {_producers.Count} producers (DarqOptions.MaxProducers); producer {producerId} is refused. " +
-                "Retire producers that will never send again (RetireProducerAsync) to free their slots.");
-        }
-
-        if (_dse is not null)
-        {
-            EnsureUndoRoom(producerId);
-        }
-
-        return false;
+        _delivery?.Signal();
+        _core.Processor?.ReleaseCommitted();
+        _parts?.Feed.Signal();
     }
 
-    /// <summary>Applies an appended IN entry to the in-memory state; under the gate, cannot fail.</summary>
-    private DarqEnqueueResult ApplyEnqueue(byte[] entry, long lsn, long producerId, long sequenceNumber, bool dedup)
+    /// <summary>The checks every receive makes before it appends.</summary>
+    private void CheckDelivery(DarqDelivery delivery)
     {
-        var payload = entry.AsMemory(DarqEntryFormat.HeaderSize + 16);
-        var start = new StepStart(lsn, _nextSequence);
-        NoteStepStart(start);
-        var message = MayBufferIn(payload.Length) ? new PendingMessage(DarqMessageKind.In, start, payload) : SpilledIn(start, payload.Length);
-        _nextSequence++;
-        if (dedup)
-        {
-            if (_dse is not null)
-            {
-                NoteProducerChange(producerId, _producers.TryGetValue(producerId, out long seen) ? seen : -1);
-            }
-
-            _producers[producerId] = sequenceNumber;
-            NoteProducerSeen(producerId);
-        }
-
-        AddUnconsumed(lsn, message);
-        Volatile.Write(ref _unconsumedCount, _unconsumed.Count);
-        if (!message.IsSpilled)
-        {
-            // Buffered: nothing is spilled, so the processor has every older IN message already.
-            _processor?.Deliver(new DarqMessage(lsn, DarqMessageKind.In, message.Payload, IsReplay: false));
-        }
-        else
-        {
-            SignalFeed();
-        }
-
-        if (DarqInstrumentation.Enqueues.Enabled)
-        {
-            DarqInstrumentation.Enqueues.Add(1, _tag);
-        }
-        return new DarqEnqueueResult(lsn, IsDuplicate: false, DurableAt: lsn + DarqEntryFormat.LogFootprint(entry.Length));
+        ArgumentOutOfRangeException.ThrowIfNegative(delivery.SourceLsn);
+        _core.CheckPayload(delivery.Payload.Length, nameof(delivery));
     }
 
-    /// <summary>Adds an unconsumed message, counting a plain SELF message; under the gate.</summary>
-    private void AddUnconsumed(long lsn, in PendingMessage message)
+    private void CheckBatch(IReadOnlyList<DarqDelivery> deliveries)
     {
-        _unconsumed.Add(lsn, message);
-        if (message.Kind == DarqMessageKind.In)
+        ArgumentNullException.ThrowIfNull(deliveries);
+        if (deliveries.Count == 0)
         {
-            CountInAdded(lsn, message);
-        }
-        else if (message.Kind == DarqMessageKind.Self)
-        {
-            Volatile.Write(ref _unconsumedSelfCount, _unconsumedSelfCount + 1);
-            Volatile.Write(ref _unconsumedSelfBytes, _unconsumedSelfBytes + message.Payload.Length);
-        }
-    }
-
-    /// <summary>Removes an unconsumed message (consumed or replaced), uncounting a plain SELF message; under the gate.</summary>
-    /// <returns>Whether the message was unconsumed.</returns>
-    private bool RemoveUnconsumed(long lsn)
-    {
-        if (!_unconsumed.Remove(lsn, out var message))
-        {
-            return false;
+            throw new ArgumentException("A delivery batch holds at least one message.", nameof(deliveries));
         }
 
-        if (message.Kind == DarqMessageKind.In)
+        for (int i = 0; i < deliveries.Count; i++)
         {
-            CountInRemoved(message);
-        }
-        else if (message.Kind == DarqMessageKind.Self)
-        {
-            Volatile.Write(ref _unconsumedSelfCount, _unconsumedSelfCount - 1);
-            Volatile.Write(ref _unconsumedSelfBytes, _unconsumedSelfBytes - message.Payload.Length);
-        }
-
-        return true;
-    }
-
-    /// <summary>Forgets every unconsumed message (before a rebuild); under the gate.</summary>
-    private void ClearUnconsumed()
-    {
-        _unconsumed.Clear();
-        Volatile.Write(ref _unconsumedSelfCount, 0);
-        Volatile.Write(ref _unconsumedSelfBytes, 0L);
-        Volatile.Write(ref _bufferedInBytes, 0L);
-        Volatile.Write(ref _spilledInCount, 0);
-    }
-
-    /// <summary>The plain SELF counters match <see cref="_unconsumed"/> (an O(n) recount: debug builds, after recovery, rebuild and checkpoint).</summary>
-    [Conditional("DEBUG")]
-    private void AssertSelfCounters()
-    {
-        int count = 0;
-        long bytes = 0;
-        foreach (var message in _unconsumed.Values)
-        {
-            if (message.Kind == DarqMessageKind.Self)
+            var delivery = deliveries[i];
+            if (string.IsNullOrEmpty(delivery.Source) || delivery.Source != deliveries[0].Source)
             {
-                count++;
-                bytes += message.Payload.Length;
-            }
-        }
-
-        Debug.Assert(count == _unconsumedSelfCount && bytes == _unconsumedSelfBytes,
-            $"plain SELF counters {_unconsumedSelfCount}/{_unconsumedSelfBytes} bytes, recount {count}/{bytes} bytes");
-    }
-
-    /// <summary>Appends one entry; call under the gate. Waits for log memory when the in-memory log is full.</summary>
-    private ValueTask<long> AppendAsync(byte[] entry, CancellationToken cancellationToken)
-    {
-        Debug.Assert(_gate.CurrentCount == 0, "appends run under the gate");
-        return _log.TryEnqueue(entry, out long lsn) ? ValueTask.FromResult(lsn) : _log.EnqueueAsync(entry, cancellationToken);
-    }
-
-    /// <summary>Appends entries contiguously as one batch; call under the gate. Returns each entry's address.</summary>
-    private async ValueTask<long[]> AppendBatchAsync(List<byte[]> entries, CancellationToken cancellationToken)
-    {
-        Debug.Assert(_gate.CurrentCount == 0, "appends run under the gate");
-        var batch = new EntryBatch(entries);
-        if (!_log.TryEnqueue(batch, out long first))
-        {
-            first = await _log.EnqueueAsync(batch, cancellationToken).ConfigureAwait(false);
-        }
-
-        // FasterLog reports only the first address of a batch: the others follow at aligned sizes.
-        var addresses = new long[entries.Count];
-        long address = first;
-        for (int i = 0; i < entries.Count; i++)
-        {
-            addresses[i] = address;
-            address += DarqEntryFormat.LogFootprint(entries[i].Length);
-        }
-
-        return addresses;
-    }
-
-    /// <summary>
-    /// Awaits a commit wait, or fails with the commit manager's <see cref="IOException"/> when commit-record writes keep
-    /// failing (the commit wait alone would then not end until the device recovers); a failure caused by another instance
-    /// taking the storage over is a <see cref="StorageFencedException"/>.
-    /// </summary>
-    private async ValueTask UntilCommitFailureAsync(ValueTask commitWait)
-    {
-        try
-        {
-            if (commitWait.IsCompleted)
-            {
-                await commitWait.ConfigureAwait(false);
-                return;
+                throw new ArgumentException($"Message {i} of the delivery batch comes from '{delivery.Source}', not '{deliveries[0].Source}': a batch has one source.", nameof(deliveries));
             }
 
-            var wait = commitWait.AsTask();
-            var failure = _commitManager.Failure;
-            if (await Task.WhenAny(wait, failure).ConfigureAwait(false) == failure)
+            if (delivery.SourceLsn < 0 || (i > 0 && delivery.SourceLsn <= deliveries[i - 1].SourceLsn))
             {
-                // The abandoned wait may still fault (the log is disposed later); observe it.
-                _ = wait.ContinueWith(static t => _ = t.Exception, CancellationToken.None, TaskContinuationOptions.OnlyOnFaulted, TaskScheduler.Default);
-                await failure.ConfigureAwait(false);
+                throw new ArgumentException(
+                    $"Message {i} of the delivery batch has source LSN {delivery.SourceLsn}; LSNs are nonnegative and increase through a batch.", nameof(deliveries));
             }
 
-            await wait.ConfigureAwait(false);
-        }
-        catch (Exception e) when (e is IOException or CommitFailureException && e is not StorageFencedException && FencedException() is { } fenced)
-        {
-            // A log page write refused for fencing surfaces from FasterLog as a plain commit failure: say why.
-            throw fenced;
-        }
-    }
-
-    private async ValueTask CommitCoreAsync(CancellationToken cancellationToken)
-    {
-        ValueTask<(bool, long, long)> pending;
-        long waitFor;
-        long started;
-        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
-        try
-        {
-            RetireIdleProducersUnderGate();
-            long tail = _log.TailAddress;
-            long begin = _log.BeginAddress;
-            if (tail == _lastCommitTail && begin == _lastCommitBegin)
+            if (delivery.Payload.Length > MaxMessageSize)
             {
-                pending = default;
-                waitFor = tail;
-                started = 0;
-            }
-            else
-            {
-                // Under the gate nothing is appended, so the cookie describes exactly the tail FasterLog commits.
-                var cookie = SerializeCookie();
-                started = Stopwatch.GetTimestamp();
-                pending = _log.CommitStronglyAsync(cookie, -1, CancellationToken.None);
-                _lastCommitTail = tail;
-                _lastCommitBegin = begin;
-                waitFor = tail;
+                throw new ArgumentException(
+                    $"Message {i} of the delivery batch has {delivery.Payload.Length} bytes; DARQ '{Name}' accepts at most {MaxMessageSize} (DarqOptions.MaxMessageSize).",
+                    nameof(deliveries));
             }
         }
-        finally
-        {
-            _gate.Release();
-        }
-
-        try
-        {
-            if (started != 0)
-            {
-                await UntilCommitFailureAsync(AsValueTask(pending)).ConfigureAwait(false);
-                if (DarqInstrumentation.CommitLatency.Enabled)
-                {
-                    DarqInstrumentation.CommitLatency.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds, _tag);
-                }
-            }
-
-            await WaitForCommitAsync(waitFor, cancellationToken).ConfigureAwait(false);
-            SignalDelivery();
-        }
-        catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
-        {
-            // The commit may not have happened: the next commit request must issue a commit rather than take the
-            // "nothing changed" path and wait for this one.
-            await _gate.WaitAsync(CancellationToken.None).ConfigureAwait(false);
-            try
-            {
-                _lastCommitTail = -1;
-            }
-            finally
-            {
-                _gate.Release();
-            }
-
-            throw;
-        }
-
-        static async ValueTask AsValueTask(ValueTask<(bool, long, long)> commit) => await commit.ConfigureAwait(false);
-    }
-
-    /// <summary>
-    /// The cookie of a new commit; under the gate. Refused before FasterLog sees it when it would not fit the commit
-    /// records: FasterLog's commit worker would fail on it, and on every commit after it.
-    /// </summary>
-    /// <exception cref="InvalidOperationException">The state outgrew the commit records' room.</exception>
-    private byte[] SerializeCookie()
-    {
-        var cookie = CaptureState().Serialize();
-        int limit = DarqCommitState.MaxSize(_options.MaxProducers) + DarqCommitState.SpeculationRoom;
-        if (cookie.Length > limit)
-        {
-            throw new InvalidOperationException(
-                $"DARQ '{Name}': the commit state takes {cookie.Length} bytes, more than the {limit} its commit records hold: " +
-                $"{_versions.Count} versions the coordinator has not committed keep their deduplication undo tables " +
-                "(general speculation). Commits resume once the coordinator commits and those versions are pruned.");
-        }
-
-        return cookie;
-    }
-
-    private DarqCommitState CaptureState() => new()
-    {
-        General = _options.Speculation == DarqSpeculationMode.General,
-        Incarnation = _incarnation,
-        NextSequence = _nextSequence,
-        BeginSequence = _beginSequence,
-        Producers = _producers,
-        Voided = _voided,
-        Versions = _versions,
-    };
-
-    /// <summary>
-    /// Truncates the completed prefix; <paramref name="background"/> (the commit loop): only as far as log memory no
-    /// longer holds it (see Darq.Truncation.cs).
-    /// </summary>
-    private async ValueTask<long> TruncateCoreAsync(bool background, CancellationToken cancellationToken)
-    {
-        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
-        try
-        {
-            ThrowIfDisposed();
-
-            // The completed prefix ends at the start of the step holding the oldest entry still pending, or at the tail
-            // when none is. Recovery checks each completion against all SELF/OUT entries of its step, so a truncation
-            // must never cut a step in half: a consumed SELF before a pending OUT of the same step stays in the log.
-            // Steps are contiguous, so the oldest pending entry's step starts before every other pending entry's.
-            var start = new StepStart(_log.TailAddress, _nextSequence);
-            foreach (var message in _unconsumed.Values)
-            {
-                start = message.Step;
-                break;
-            }
-
-            foreach (var pending in _pendingOut.Values)
-            {
-                if (pending.Step.Lsn < start.Lsn)
-                {
-                    start = pending.Step;
-                }
-
-                break;
-            }
-
-            start = LimitTruncation(start);
-            if (background)
-            {
-                if (BackgroundTruncationPoint(start) is not { } point)
-                {
-                    return _log.BeginAddress;
-                }
-
-                start = point;
-            }
-
-            long until = start.Lsn;
-            if (until > _log.BeginAddress)
-            {
-                _log.TruncateUntil(until);
-                _beginSequence = start.Sequence;
-                _consumed.ForgetBelow(until);
-                ForgetTruncationMarksBelow(until);
-
-                DarqLog.Truncated(_logger, Name, until);
-            }
-
-            return _log.BeginAddress;
-        }
-        finally
-        {
-            _gate.Release();
-        }
-    }
-
-    private async Task RunCommitLoopAsync()
-    {
-        using var timer = new PeriodicTimer(_options.CommitInterval, _options.TimeProvider);
-        var token = _stopping.Token;
-        while (await timer.WaitForNextTickAsync(token).ConfigureAwait(false))
-        {
-            try
-            {
-                if (_options.AutoTruncate)
-                {
-                    await TruncateCoreAsync(background: true, token).ConfigureAwait(false);
-                }
-
-                await CommitCoreAsync(token).ConfigureAwait(false);
-            }
-            catch (OperationCanceledException) when (token.IsCancellationRequested)
-            {
-                return;
-            }
-            catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
-            {
-                return;
-            }
-            catch (Exception e) when (e is StorageFencedException || FencedException() is not null)
-            {
-                // Another instance owns the storage: committing again can never succeed.
-                DarqLog.CommitLoopFenced(_logger, e, Name);
-                return;
-            }
-            catch (Exception e) when (e is IOException or CommitFailureException or InvalidOperationException)
-            {
-                DarqLog.CommitFailed(_logger, e, Name);
-            }
-#pragma warning disable CA1031 // The loop is the DARQ's only group commit: an unexpected error must not end it silently.
-            catch (Exception e)
-#pragma warning restore CA1031
-            {
-                DarqLog.CommitLoopError(_logger, e, Name);
-            }
-        }
-    }
-
-    /// <summary>
-    /// An unconsumed IN or SELF message: its kind, the start of the step that appended it (an IN message is a step of
-    /// its own) and its payload (none for a spilled IN message, read back from the log when the processor gets to it).
-    /// </summary>
-    private readonly record struct PendingMessage(DarqMessageKind Kind, StepStart Step, ReadOnlyMemory<byte> Payload, int SpilledLength = -1)
-    {
-        /// <summary>Whether the payload is in the log only (an IN message beyond <see cref="DarqOptions.MaxBufferedInBytes"/>); <see cref="SpilledLength"/> is its length then.</summary>
-        public bool IsSpilled => SpilledLength >= 0;
-    }
-
-    /// <summary>Where a step (the unit truncation keeps whole) begins: its first entry's LSN and sequence number.</summary>
-    private readonly record struct StepStart(long Lsn, long Sequence);
-
-    /// <summary>A step's entries handed to FasterLog as one batch.</summary>
-    private sealed class EntryBatch(List<byte[]> entries) : IReadOnlySpanBatch
-    {
-        public int TotalEntries() => entries.Count;
-
-        public ReadOnlySpan<byte> Get(int index) => entries[index];
-    }
-
-    /// <summary>
-    /// The entries (SELF, OUT, completion) of the step, or the batch of steps, being appended, written back to back into
-    /// one reusable buffer and handed to FasterLog as batches (which copy them into log memory): no allocation per step
-    /// once the buffer has grown to the largest step or batch. A window selects the steps one FasterLog batch takes (a
-    /// FasterLog batch must fit on one page, so a large batch of steps is appended as several).
-    /// </summary>
-    private sealed class StepEntries : IReadOnlySpanBatch
-    {
-        private byte[] _buffer = new byte[4096];
-
-        /// <summary>Entry i spans <c>_ends[i - 1]</c> (0 for the first) to <c>_ends[i]</c> in the buffer.</summary>
-        private int[] _ends = new int[4];
-
-        /// <summary>Where each step ends: its entries, its destinations and the log bytes of its entries.</summary>
-        private StepBounds[] _steps = new StepBounds[1];
-
-        /// <summary>The entries FasterLog is handed: <c>_windowCount</c> entries from <c>_windowStart</c>.</summary>
-        private int _windowStart;
-        private int _windowCount;
-
-        public int Count { get; private set; }
-
-        /// <summary>How many steps the entries hold (each ended by <see cref="EndStep"/>).</summary>
-        public int StepCount { get; private set; }
-
-        /// <summary>The destinations of the OUT entries, in order (the same string instances the steps named).</summary>
-        public List<string> Destinations { get; } = [];
-
-        public void Clear()
-        {
-            Count = 0;
-            StepCount = 0;
-            _windowStart = 0;
-            _windowCount = 0;
-            Destinations.Clear();
-        }
-
-        /// <summary>Adds an entry of <paramref name="length"/> bytes and returns its space, to be written completely.</summary>
-        public Span<byte> Add(int length)
-        {
-            int start = Count == 0 ? 0 : _ends[Count - 1];
-            if (start + length > _buffer.Length)
-            {
-                Array.Resize(ref _buffer, Math.Max(_buffer.Length * 2, start + length));
-            }
-
-            if (Count == _ends.Length)
-            {
-                Array.Resize(ref _ends, _ends.Length * 2);
-            }
-
-            _ends[Count++] = start + length;
-            return _buffer.AsSpan(start, length);
-        }
-
-        /// <summary>Ends the step whose entries were added since the previous one ended, and widens the window to every entry.</summary>
-        public void EndStep()
-        {
-            var previous = StepCount == 0 ? default : _steps[StepCount - 1];
-            long footprint = 0;
-            for (int i = previous.EntryEnd; i < Count; i++)
-            {
-                footprint += DarqEntryFormat.LogFootprint(Length(i));
-            }
-
-            if (StepCount == _steps.Length)
-            {
-                Array.Resize(ref _steps, _steps.Length * 2);
-            }
-
-            _steps[StepCount++] = new StepBounds(Count, Destinations.Count, previous.Footprint + footprint);
-            _windowStart = 0;
-            _windowCount = Count;
-        }
-
-        /// <summary>Step <paramref name="step"/>'s entries and destinations, as [start, end) ranges.</summary>
-        public (int EntryStart, int EntryEnd, int DestinationStart, int DestinationEnd) Step(int step)
-        {
-            var previous = step == 0 ? default : _steps[step - 1];
-            var bounds = _steps[step];
-            return (previous.EntryEnd, bounds.EntryEnd, previous.DestinationEnd, bounds.DestinationEnd);
-        }
-
-        /// <summary>
-        /// The end (exclusive) of the longest run of steps from <paramref name="firstStep"/> whose entries take at most
-        /// <paramref name="limit"/> log bytes; at least one step (each step alone fits, as checked before the gate).
-        /// </summary>
-        public int ChunkEnd(int firstStep, long limit)
-        {
-            long before = firstStep == 0 ? 0 : _steps[firstStep - 1].Footprint;
-            int end = firstStep + 1;
-            while (end < StepCount && _steps[end].Footprint - before <= limit)
-            {
-                end++;
-            }
-
-            return end;
-        }
-
-        /// <summary>The log bytes step <paramref name="step"/>'s entries take.</summary>
-        public long StepFootprint(int step) => _steps[step].Footprint - (step == 0 ? 0 : _steps[step - 1].Footprint);
-
-        /// <summary>Makes FasterLog see only the entries of steps <paramref name="firstStep"/> to <paramref name="endStep"/> (exclusive).</summary>
-        public void Window(int firstStep, int endStep)
-        {
-            _windowStart = firstStep == 0 ? 0 : _steps[firstStep - 1].EntryEnd;
-            _windowCount = _steps[endStep - 1].EntryEnd - _windowStart;
-        }
-
-        public int Length(int index) => _ends[index] - (index == 0 ? 0 : _ends[index - 1]);
-
-        /// <summary>Entry <paramref name="index"/> of all the entries (not of the window).</summary>
-        public ReadOnlySpan<byte> Entry(int index)
-        {
-            int start = index == 0 ? 0 : _ends[index - 1];
-            return _buffer.AsSpan(start, _ends[index] - start);
-        }
-
-        int IReadOnlySpanBatch.TotalEntries() => _windowCount;
-
-        ReadOnlySpan<byte> IReadOnlySpanBatch.Get(int index) => Entry(_windowStart + index);
-
-        /// <summary>Where a step ends: its entries and destinations (exclusive), and the log bytes of all steps up to it.</summary>
-        private readonly record struct StepBounds(int EntryEnd, int DestinationEnd, long Footprint);
     }
 }

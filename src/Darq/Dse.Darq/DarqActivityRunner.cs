@@ -289,7 +289,7 @@ public sealed class DarqActivityRunner : IAsyncDisposable
             }
 
             var handler = _handlers[activity.Name];
-            DarqLog.ActivityStarted(_logger, _darq.Name, activity.Name, activity.Lsn, activity.IdempotencyToken);
+            DarqLogMessages.ActivityStarted(_logger, _darq.Name, activity.Name, activity.Lsn, activity.IdempotencyToken);
             ReadOnlyMemory<byte> output;
             var delay = _options.RetryMinDelay;
             while (true)
@@ -312,7 +312,7 @@ public sealed class DarqActivityRunner : IAsyncDisposable
 #pragma warning restore CA1031
                 {
                     DarqInstrumentation.ActivityFailures.Add(1, _tag);
-                    DarqLog.ActivityFailed(_logger, e, _darq.Name, activity.Name, activity.Lsn, attempts, (long)delay.TotalMilliseconds);
+                    DarqLogMessages.ActivityFailed(_logger, e, _darq.Name, activity.Name, activity.Lsn, attempts, (long)delay.TotalMilliseconds);
                     await Task.Delay(delay, _options.TimeProvider, token).ConfigureAwait(false);
                     delay = TimeSpan.FromTicks(Math.Min(delay.Ticks * 2, _options.RetryMaxDelay.Ticks));
                 }
@@ -334,7 +334,7 @@ public sealed class DarqActivityRunner : IAsyncDisposable
             }
 
             DarqInstrumentation.ActivityCompletions.Add(1, _tag);
-            DarqLog.ActivityCompleted(_logger, _darq.Name, activity.Name, activity.Lsn, attempts, result.CompletionLsn);
+            DarqLogMessages.ActivityCompleted(_logger, _darq.Name, activity.Name, activity.Lsn, attempts, result.CompletionLsn);
             completed = result;
         }
         catch (OperationCanceledException) when (token.IsCancellationRequested)
@@ -344,14 +344,14 @@ public sealed class DarqActivityRunner : IAsyncDisposable
         catch (Exception e) when (e is DarqStaleIncarnationException or DarqStepRejectedException)
         {
             // Superseded, or the activity was consumed by another step: the current processor owns it now.
-            DarqLog.ActivityCompletionRefused(_logger, e, _darq.Name, activity.Name, activity.Lsn);
+            DarqLogMessages.ActivityCompletionRefused(_logger, e, _darq.Name, activity.Name, activity.Lsn);
             failure = e;
         }
 #pragma warning disable CA1031 // A run must end its task whatever happens; the activity stays pending and is logged.
         catch (Exception e)
 #pragma warning restore CA1031
         {
-            DarqLog.ActivityError(_logger, e, _darq.Name, activity.Name, activity.Lsn);
+            DarqLogMessages.ActivityError(_logger, e, _darq.Name, activity.Name, activity.Lsn);
             failure = e;
         }
         finally

@@ -439,7 +439,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
 
         if (problem is not null)
         {
-            DarqLog.CommitSlotInvalid(_logger, _darqName, slot, problem);
+            DarqLogMessages.CommitSlotInvalid(_logger, _darqName, slot, problem);
             return (-1, null);
         }
 
@@ -461,7 +461,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
             {
                 if (attempt > 1)
                 {
-                    DarqLog.CommitWriteRecovered(_logger, _darqName, commitNum, attempt);
+                    DarqLogMessages.CommitWriteRecovered(_logger, _darqName, commitNum, attempt);
                 }
 
                 return;
@@ -470,7 +470,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
             if (error == DeviceErrorCodes.Fenced)
             {
                 // Another instance owns the storage now: no retry can succeed, and waiting would only hide it.
-                DarqLog.CommitWriteFenced(_logger, _darqName, commitNum, _device.FileName);
+                DarqLogMessages.CommitWriteFenced(_logger, _darqName, commitNum, _device.FileName);
                 var fenced = new StorageFencedException(
                     $"DARQ '{_darqName}' was fenced: another instance took its storage over, and commit {commitNum} was refused by device " +
                     $"'{_device.FileName}'. This instance can no longer commit; dispose it.");
@@ -481,7 +481,7 @@ internal sealed class DarqCommitManager : ILogCommitManager
             // Log the first failures and then every power of two, not every retry of a long outage.
             if (attempt <= 2 || uint.IsPow2((uint)attempt))
             {
-                DarqLog.CommitWriteFailed(_logger, _darqName, commitNum, _device.FileName, error, attempt, (long)delay.TotalMilliseconds);
+                DarqLogMessages.CommitWriteFailed(_logger, _darqName, commitNum, _device.FileName, error, attempt, (long)delay.TotalMilliseconds);
             }
 
             if (attempt >= PersistentFailureAttempts)

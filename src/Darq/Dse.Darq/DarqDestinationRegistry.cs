@@ -66,6 +66,22 @@ public sealed class DarqDestinationRegistry : IDarqDestinations
             }
         }
 
+        public async ValueTask<DarqSentBatch> SendBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
+        {
+            long durableAt;
+            try
+            {
+                (_, durableAt) = await darq.ReceiveBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
+            }
+            catch (ArgumentException e)
+            {
+                throw new DarqDeliveryRefusedException(darq.Name, e.Message, e);
+            }
+
+            // This instance only: a reopened DARQ is another destination object, and waiting on a closed one fails.
+            return new DarqSentBatch(token => darq.EnsureDurableAsync(durableAt, token));
+        }
+
         public async ValueTask<ReadOnlyMemory<byte>> DeliverSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
         {
             try

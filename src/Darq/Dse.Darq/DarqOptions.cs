@@ -146,6 +146,20 @@ public sealed class DarqOptions
     /// <summary>The most payload bytes in one delivery batch (a larger single message goes alone). Default 1 MiB.</summary>
     public int DeliveryBatchBytes { get; set; } = 1 << 20;
 
+    /// <summary>The largest <see cref="DeliveryWindow"/> accepted.</summary>
+    public const int MaxDeliveryWindow = 1024;
+
+    /// <summary>
+    /// How many batches (<see cref="DeliveryBatchSize"/>) may be in flight to one destination: appended there and not yet
+    /// acknowledged, waiting for the destination's commit. A source sends the next batch as soon as the previous one is
+    /// appended, in order, and acknowledges each once the destination made it durable, so throughput to one destination
+    /// is about <c>DeliveryWindow * DeliveryBatchSize</c> messages per destination commit rather than one batch. A
+    /// destination that cannot say when a batch is appended (<see cref="IDarqDestination.SendBatchAsync"/> not
+    /// implemented) and general speculation (one message at a time, each acknowledged before the next) get no window.
+    /// Default 32; between 1 and <see cref="MaxDeliveryWindow"/>.
+    /// </summary>
+    public int DeliveryWindow { get; set; } = 32;
+
     /// <summary>The largest <see cref="MaxConcurrentDeliveries"/> accepted.</summary>
     public const int MaxConcurrentDeliveriesLimit = 1024;
 
@@ -213,6 +227,18 @@ public sealed class DarqOptions
     /// <summary>The clock of the background commit and delivery loops. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
+    /// <summary>The backoff after a failure that followed a wait of <paramref name="delay"/>: the minimum first, then doubling up to the maximum.</summary>
+    internal TimeSpan NextRetryDelay(TimeSpan delay)
+    {
+        if (delay == TimeSpan.Zero)
+        {
+            return DeliveryRetryMinDelay;
+        }
+
+        var doubled = delay * 2;
+        return doubled > DeliveryRetryMaxDelay ? DeliveryRetryMaxDelay : doubled;
+    }
+
     internal void Validate()
     {
         ArgumentException.ThrowIfNullOrWhiteSpace(Name);
@@ -275,6 +301,11 @@ public sealed class DarqOptions
         if (DeliveryBatchBytes < 1)
         {
             throw new ArgumentOutOfRangeException(nameof(DeliveryBatchBytes), DeliveryBatchBytes, "DarqOptions.DeliveryBatchBytes must be positive.");
+        }
+
+        if (DeliveryWindow is < 1 or > MaxDeliveryWindow)
+        {
+            throw new ArgumentOutOfRangeException(nameof(DeliveryWindow), DeliveryWindow, $"DarqOptions.DeliveryWindow must be between 1 and {MaxDeliveryWindow}.");
         }
 
         if (MaxConcurrentDeliveries is < 1 or > MaxConcurrentDeliveriesLimit)

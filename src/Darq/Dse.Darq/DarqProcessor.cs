@@ -7,7 +7,7 @@ namespace Dse.Darq;
 /// first, then live IN traffic) and its step entry point. A newer registration completes this stream with a
 /// <see cref="DarqStaleIncarnationException"/>, and steps from this processor are refused from then on.
 /// </summary>
-public sealed partial class DarqProcessor
+public sealed class DarqProcessor
 {
     private readonly Darq _darq;
 
@@ -64,40 +64,58 @@ public sealed partial class DarqProcessor
     /// <param name="cancellationToken">Stops the enumeration.</param>
     public IAsyncEnumerable<DarqMessage> ReadAllAsync(CancellationToken cancellationToken = default) => _reader.ReadAllAsync(cancellationToken);
 
-    /// <summary>Steps under this processor's incarnation; see <see cref="Darq.StepAsync"/>.</summary>
+    /// <summary>
+    /// Validates and appends a step under this processor's incarnation. Validation is serial: the incarnation must be
+    /// current, and every consumed LSN must be an unconsumed IN or SELF message, each at most once; otherwise the whole
+    /// step is refused and nothing applies. A valid step is appended as one batch (SELF messages, OUT messages, then the
+    /// completion record listing the consumed LSNs), so that it is committed entirely or not at all.
+    /// </summary>
     /// <param name="step">The step.</param>
-    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate or for log memory; nothing is appended then.</param>
+    /// <returns>Where the step's entries went and the address to await for durability.</returns>
+    /// <exception cref="ArgumentException">The step is empty, a payload is too large, a destination name is too long, or the step does not fit on one log page.</exception>
+    /// <exception cref="DarqStaleIncarnationException">A newer processor registered, or the DARQ was reopened since this one registered.</exception>
+    /// <exception cref="DarqStepRejectedException">A consumed LSN failed validation.</exception>
     public ValueTask<DarqStepResult> StepAsync(DarqStep step, CancellationToken cancellationToken = default)
         => Volatile.Read(ref _autoCheckpoint) is { } policy
             ? StepThenCheckpointAsync(step, policy, cancellationToken)
             : _darq.StepAsync(Incarnation, step, cancellationToken);
 
     /// <summary>
-    /// Consumes one message and appends nothing else: the consume-only step, the same as
-    /// <see cref="StepAsync"/> with <c>new DarqStep().Consume(lsn)</c> (the same validation, errors and log bytes), without
-    /// a step object and with an 8-byte result. See <see cref="Darq.ConsumeAsync"/>.
+    /// Consumes one message and appends nothing else: the consume-only step, the same as <see cref="StepAsync"/> with
+    /// <c>new DarqStep().Consume(lsn)</c> (the same validation, errors and log bytes), without a step object and with an
+    /// 8-byte result. It is the fastest way to acknowledge a message that produces nothing.
     /// </summary>
-    /// <param name="lsn">The IN or SELF message to consume.</param>
-    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
+    /// <param name="lsn">The IN or SELF message to consume (<see cref="DarqMessage.Lsn"/>).</param>
+    /// <param name="cancellationToken">Cancels waiting for the gate or for log memory; nothing is appended then.</param>
     /// <returns>Where the completion record went and the address to await for durability.</returns>
+    /// <exception cref="DarqStaleIncarnationException">A newer processor registered, or the DARQ was reopened since this one registered.</exception>
+    /// <exception cref="DarqStepRejectedException">The message is not an unconsumed IN or SELF message.</exception>
     public ValueTask<DarqConsumeResult> ConsumeAsync(long lsn, CancellationToken cancellationToken = default)
         => Volatile.Read(ref _autoCheckpoint) is { } policy
             ? ConsumeThenCheckpointAsync(lsn, policy, cancellationToken)
             : _darq.ConsumeAsync(Incarnation, lsn, cancellationToken);
 
-    /// <summary>Consumes a streamed message and appends nothing else; see <see cref="ConsumeAsync(long, CancellationToken)"/>.</summary>
-    /// <param name="message">The message.</param>
-    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended step is not undone.</param>
-    /// <returns>Where the completion record went and the address to await for durability.</returns>
-    public ValueTask<DarqConsumeResult> ConsumeAsync(DarqMessage message, CancellationToken cancellationToken = default)
-        => ConsumeAsync(message.Lsn, cancellationToken);
-
     /// <summary>
-    /// Steps several steps at once under this processor's incarnation: one gate acquisition and, while they fit on a log
-    /// page, one log append for all of them; refused whole if any step is refused. See <see cref="Darq.StepBatchAsync"/>.
+    /// Validates and appends several steps at once, as if stepped one by one in order with <see cref="StepAsync"/> (the
+    /// same entries, sequence numbers and results), but under one acquisition of the DARQ's gate and as few log appends as
+    /// fit: consecutive steps go into one FasterLog batch as long as it fits on one log page.
     /// </summary>
-    /// <param name="steps">The steps, in order.</param>
-    /// <param name="cancellationToken">Cancels waiting for earlier steps; once part of the batch is appended, all of it is.</param>
+    /// <param name="steps">The steps, in order; none may be empty, each must fit on one log page on its own.</param>
+    /// <param name="cancellationToken">
+    /// Cancels waiting for the gate or for log memory before anything is appended; once the first steps are appended the
+    /// rest of the batch is appended too.
+    /// </param>
+    /// <remarks>
+    /// <para>The batch is refused whole: the steps are validated serially, in order, each against the state the earlier
+    /// ones leave (so a later step may not consume what an earlier step of the batch consumed: it is refused with
+    /// <see cref="DarqStepRejection.AlreadyConsumed"/>), and if any step is refused nothing of the batch is appended.</para>
+    /// <para>Under general speculation the whole batch runs in one LibDse action: every OUT message of the batch is sent
+    /// with that action's header.</para>
+    /// </remarks>
+    /// <exception cref="ArgumentException">The batch is empty or holds a null step, or a step is invalid (the message names the step's index).</exception>
+    /// <exception cref="DarqStaleIncarnationException">A newer processor registered, or the DARQ was reopened since this one registered.</exception>
+    /// <exception cref="DarqStepRejectedException">A consumed LSN of some step failed validation; nothing of the batch was appended.</exception>
     /// <returns>Each step's result, in order.</returns>
     public ValueTask<IReadOnlyList<DarqStepResult>> StepBatchAsync(IReadOnlyList<DarqStep> steps, CancellationToken cancellationToken = default)
         => Volatile.Read(ref _autoCheckpoint) is { } policy
@@ -249,4 +267,148 @@ public sealed partial class DarqProcessor
         // One reader: no other thread writes this count.
         private void NoteRead() => Volatile.Write(ref owner._read, owner._read + 1);
     }
+
+    /// <summary>The automatic checkpoint policy; null when off.</summary>
+    private AutoCheckpointPolicy? _autoCheckpoint;
+
+    /// <summary>Steps through this processor since the last automatic checkpoint attempt.</summary>
+    private long _stepsSinceCheckpoint;
+
+    private DarqCheckpointResult? _lastAutoCheckpoint;
+
+    private Exception? _lastAutoCheckpointError;
+
+    /// <summary>The last automatic checkpoint that compacted something (its snapshot's LSNs); null before the first.</summary>
+    public DarqCheckpointResult? LastAutoCheckpoint => Volatile.Read(ref _lastAutoCheckpoint);
+
+    /// <summary>
+    /// Why the last automatic checkpoint attempt failed (also logged, event 4203); null before any failure and again after
+    /// the next attempt that succeeds.
+    /// </summary>
+    public Exception? LastAutoCheckpointError => Volatile.Read(ref _lastAutoCheckpointError);
+
+    /// <summary>
+    /// Turns on automatic checkpoints: after every <paramref name="everySteps"/>-th step through this processor; the same
+    /// as <see cref="EnableAutoCheckpoint(DarqCheckpointPolicy, DarqSnapshot)"/> with only
+    /// <see cref="DarqCheckpointPolicy.EverySteps"/> set.
+    /// </summary>
+    /// <param name="everySteps">How many steps between checkpoints, at least 1.</param>
+    /// <param name="snapshot">Turns the unconsumed plain SELF messages into their replacement.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="everySteps"/> is below 1.</exception>
+    public void EnableAutoCheckpoint(int everySteps, DarqSnapshot snapshot)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(everySteps, 1);
+        EnableAutoCheckpoint(new DarqCheckpointPolicy { EverySteps = everySteps }, snapshot);
+    }
+
+    /// <summary>
+    /// Turns on automatic checkpoints: after a step through this processor (a batch counts as its number of steps, the
+    /// checkpoint running after the batch) that reaches any threshold of <paramref name="policy"/>,
+    /// <see cref="CheckpointAsync(DarqSnapshot, CancellationToken)"/> with <paramref name="snapshot"/> runs right after the
+    /// step (serialized by the DARQ like any step). Suited to processors that keep their state as SELF deltas and never
+    /// consume their own SELF messages in steps: the snapshot function sees every message it replaces, and
+    /// <see cref="LastAutoCheckpoint"/> gives the replacement's LSNs. Replaces an earlier policy.
+    /// </summary>
+    /// <param name="policy">The thresholds (validated here); it is immutable, so it may be shared.</param>
+    /// <param name="snapshot">Turns the unconsumed plain SELF messages into their replacement.</param>
+    /// <exception cref="ArgumentException">The policy sets no threshold, or one below 1 (the message names it); nothing changes.</exception>
+    /// <remarks>
+    /// The step's result is returned whatever the checkpoint does: a failed automatic checkpoint (the snapshot function
+    /// threw, or the processor was superseded) is logged (event 4203) and changes nothing. It is tried again after the
+    /// next step that reaches a threshold: with <see cref="DarqCheckpointPolicy.EverySteps"/>, that many steps later;
+    /// with a SELF threshold, which a failed checkpoint leaves reached, after the next step.
+    /// </remarks>
+    public void EnableAutoCheckpoint(DarqCheckpointPolicy policy, DarqSnapshot snapshot)
+    {
+        ArgumentNullException.ThrowIfNull(policy);
+        ArgumentNullException.ThrowIfNull(snapshot);
+        policy.Validate();
+        Interlocked.Exchange(ref _stepsSinceCheckpoint, 0);
+        Volatile.Write(ref _autoCheckpoint, new AutoCheckpointPolicy(policy, snapshot));
+    }
+
+    /// <summary>Turns automatic checkpoints off.</summary>
+    public void DisableAutoCheckpoint() => Volatile.Write(ref _autoCheckpoint, null);
+
+    private async ValueTask<DarqStepResult> StepThenCheckpointAsync(DarqStep step, AutoCheckpointPolicy policy, CancellationToken cancellationToken)
+    {
+        var result = await _darq.StepAsync(Incarnation, step, cancellationToken).ConfigureAwait(false);
+        await CheckpointIfDueAsync(1, policy).ConfigureAwait(false);
+        return result;
+    }
+
+    private async ValueTask<DarqConsumeResult> ConsumeThenCheckpointAsync(long lsn, AutoCheckpointPolicy policy, CancellationToken cancellationToken)
+    {
+        var result = await _darq.ConsumeAsync(Incarnation, lsn, cancellationToken).ConfigureAwait(false);
+        await CheckpointIfDueAsync(1, policy).ConfigureAwait(false);
+        return result;
+    }
+
+    private async ValueTask<IReadOnlyList<DarqStepResult>> StepBatchThenCheckpointAsync(IReadOnlyList<DarqStep> steps, AutoCheckpointPolicy policy,
+        CancellationToken cancellationToken)
+    {
+        var results = await _darq.StepBatchAsync(Incarnation, steps, cancellationToken).ConfigureAwait(false);
+        await CheckpointIfDueAsync(results.Count, policy).ConfigureAwait(false);
+        return results;
+    }
+
+    /// <summary>Counts <paramref name="steps"/> appended steps and takes the automatic checkpoint when it is due.</summary>
+    private async ValueTask CheckpointIfDueAsync(int steps, AutoCheckpointPolicy policy)
+    {
+        long since = Interlocked.Add(ref _stepsSinceCheckpoint, steps);
+        if (policy.Thresholds.Reached(since, _darq.UnconsumedSelfCount, _darq.UnconsumedSelfBytes) is { } reached)
+        {
+            Interlocked.Exchange(ref _stepsSinceCheckpoint, 0);
+            _darq.AutoCheckpointDue(Incarnation, reached);
+            try
+            {
+                // Not cancellable: the step is appended, and the caller's cancellation must not look like a failed step.
+                var checkpoint = await _darq.CheckpointAsync(Incarnation, policy.Snapshot, CancellationToken.None).ConfigureAwait(false);
+                if (checkpoint.CheckpointLsn >= 0)
+                {
+                    Volatile.Write(ref _lastAutoCheckpoint, checkpoint);
+                }
+
+                Volatile.Write(ref _lastAutoCheckpointError, null);
+            }
+#pragma warning disable CA1031 // The step succeeded; a failed automatic checkpoint is logged and retried later, not reported as the step's failure.
+            catch (Exception e)
+#pragma warning restore CA1031
+            {
+                Volatile.Write(ref _lastAutoCheckpointError, e);
+                _darq.AutoCheckpointFailed(e, Incarnation);
+            }
+        }
+    }
+
+    private sealed record AutoCheckpointPolicy(DarqCheckpointPolicy Thresholds, DarqSnapshot Snapshot);
+
+    /// <summary>
+    /// Compacts every unconsumed plain SELF message (activities are left alone) through <paramref name="snapshot"/>, under
+    /// this processor's incarnation: the messages it returns replace them, atomically (the snapshot's SELF entries and a
+    /// CHECKPOINT record naming the replaced LSNs, in one batch). With no SELF message to compact, nothing is appended and
+    /// the snapshot function is not called. The snapshot function runs under the DARQ's gate.
+    /// </summary>
+    /// <param name="snapshot">Turns the SELF messages into their replacement (e.g. the processor's state as one message).</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended checkpoint is not undone.</param>
+    /// <returns>The replaced LSNs and the LSNs of the snapshot's SELF messages (which replace them in this processor's bookkeeping).</returns>
+    /// <remarks>
+    /// Take it after the replay has been read: replayed SELF messages still in <see cref="Messages"/> may have been replaced.
+    /// A step running at the same time that consumes a replaced SELF message is refused (it was consumed by the checkpoint).
+    /// </remarks>
+    public ValueTask<DarqCheckpointResult> CheckpointAsync(DarqSnapshot snapshot, CancellationToken cancellationToken = default)
+        => _darq.CheckpointAsync(Incarnation, snapshot, cancellationToken);
+
+    /// <summary>
+    /// Replaces the named SELF messages by <paramref name="snapshot"/>, atomically, under this processor's incarnation.
+    /// Validated like a step: every replaced LSN must be an unconsumed plain SELF message (not an IN message or an
+    /// activity), named once; otherwise the checkpoint is refused whole and nothing changes.
+    /// </summary>
+    /// <param name="replace">The SELF messages to replace.</param>
+    /// <param name="snapshot">The replacing SELF payloads.</param>
+    /// <param name="cancellationToken">Cancels waiting for earlier steps; an appended checkpoint is not undone.</param>
+    /// <returns>The replaced LSNs and the LSNs of the snapshot's SELF messages.</returns>
+    public ValueTask<DarqCheckpointResult> CheckpointAsync(IReadOnlyList<long> replace, IReadOnlyList<ReadOnlyMemory<byte>> snapshot,
+        CancellationToken cancellationToken = default)
+        => _darq.CheckpointAsync(Incarnation, replace, snapshot, cancellationToken);
 }

@@ -35,6 +35,28 @@ public interface IDarqDestination
     }
 
     /// <summary>
+    /// Appends several delivered OUT messages of one source, as <see cref="DeliverBatchAsync"/> does, but returns once they
+    /// are appended, with the wait that acknowledges them once they are durable. This lets a source keep several batches
+    /// in flight to one destination (<see cref="DarqOptions.DeliveryWindow"/>): it sends the next batch only after this
+    /// returned for the previous one, so batches are appended in the order sent, and it acknowledges each batch only once
+    /// its wait completed. The default delivers with <see cref="DeliverBatchAsync"/> and returns a batch durable already.
+    /// </summary>
+    /// <param name="deliveries">The messages, all from the same source to this destination, in increasing source LSN order.</param>
+    /// <param name="cancellationToken">Cancels the delivery; an unacknowledged batch is retried.</param>
+    /// <returns>The appended batch; its wait fails when the destination may have lost it.</returns>
+    /// <remarks>
+    /// An implementation must append a batch only on the same destination instance that appended the batches sent before it
+    /// and not yet acknowledged (one that restarted meanwhile may have lost them: appending a later batch there would raise
+    /// its deduplication mark over them). Any exception means "none appended"; a <see cref="DarqDeliveryRefusedException"/>
+    /// makes the source deliver the batch one message at a time, as for <see cref="DeliverBatchAsync"/>.
+    /// </remarks>
+    async ValueTask<DarqSentBatch> SendBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
+    {
+        await DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
+        return DarqSentBatch.Durable;
+    }
+
+    /// <summary>
     /// Whether <see cref="DeliverSpeculativeAsync"/> takes part in the source's LibDse cluster: it consumes the delivery's
     /// <see cref="DarqDelivery.DseHeader"/>, so that the destination rolls back with the source. The default is
     /// <see langword="false"/>: a source under general speculation then sends an OUT message only once the step that
