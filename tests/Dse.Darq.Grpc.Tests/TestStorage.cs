@@ -3,16 +3,24 @@ using Dse.Storage;
 namespace Dse.Darq.Grpc.Tests;
 
 /// <summary>In-memory storage for one DARQ (log and commit devices) that outlives DARQ instances, to reopen it after a restart.</summary>
-internal sealed class TestStorage(string name)
+internal sealed class TestStorage(string name, InMemoryStorage log, InMemoryStorage commits)
 {
     public const long PageSize = 1 << 16;
     public const int MaxMessageSize = 4096;
 
+    public TestStorage(string name)
+        : this(name, new InMemoryStorage(), new InMemoryStorage())
+    {
+    }
+
     public string Name { get; } = name;
 
-    public InMemoryStorage Log { get; } = new();
+    public InMemoryStorage Log { get; } = log;
 
-    public InMemoryStorage Commits { get; } = new();
+    public InMemoryStorage Commits { get; } = commits;
+
+    /// <summary>A point-in-time copy of both devices' bytes (what a crash now would leave), to open another DARQ on.</summary>
+    public TestStorage Snapshot() => new(Name, Log.Clone(), Commits.Clone());
 
     /// <summary>Options over fresh devices on this storage; commits only on demand (the gRPC service commits what it must acknowledge).</summary>
     public DarqOptions Options() => new()

@@ -38,21 +38,15 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     }
 
     /// <inheritdoc />
-    public override async Task<EnqueueReply> Enqueue(EnqueueRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(Enqueue);
-        var darq = Resolve(method, request.Darq);
-        if (!request.HasProducerId && request.SequenceNumber != 0)
+    public override Task<EnqueueReply> Enqueue(EnqueueRequest request, ServerCallContext context) => HandleAsync(nameof(Enqueue), request, request?.Darq, context,
+        static async (call, darq, request, token) =>
         {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
-                $"sequence_number is {request.SequenceNumber} but no producer_id is set; a sequence number only means something with a producer id."));
-        }
+            if (!request.HasProducerId && request.SequenceNumber != 0)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method,
+                    $"sequence_number is {request.SequenceNumber} but no producer_id is set; a sequence number only means something with a producer id."));
+            }
 
-        try
-        {
-            var token = context.CancellationToken;
             var result = request.HasProducerId
                 ? await darq.EnqueueAsync(request.ProducerId, request.SequenceNumber, request.Payload.Memory, token).ConfigureAwait(false)
                 : await darq.EnqueueAsync(request.Payload.Memory, token).ConfigureAwait(false);
@@ -61,16 +55,11 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
                 // With a producer id a resend is deduplicated, so UNAVAILABLE ("retry") stays right; without, it is not.
                 await (request.HasProducerId
                     ? darq.EnsureDurableAsync(result.DurableAt, token)
-                    : EnsureAppendedDurableAsync(method, darq, "message", result.Lsn, result.DurableAt, token)).ConfigureAwait(false);
+                    : call.EnsureAppendedDurableAsync(darq, "message", result.Lsn, result.DurableAt, token)).ConfigureAwait(false);
             }
 
             return new EnqueueReply { Lsn = result.Lsn, Duplicate = result.IsDuplicate, DurableAt = result.DurableAt };
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-    }
+        });
 
     /// <inheritdoc />
     public override async Task Register(RegisterRequest request, IServerStreamWriter<ProcessorEvent> responseStream, ServerCallContext context)
@@ -144,12 +133,308 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
     }
 
     /// <inheritdoc />
-    public override async Task<StepReply> Step(StepRequest request, ServerCallContext context)
+    public override Task<StepReply> Step(StepRequest request, ServerCallContext context) => HandleAsync(nameof(Step), request, request?.Darq, context,
+        static async (call, darq, request, token) =>
+        {
+            var result = await darq.StepAsync(request.Incarnation, ToStep(call, request), token).ConfigureAwait(false);
+            if (request.WaitDurable)
+            {
+                await call.EnsureAppendedDurableAsync(darq, "step", result.CompletionLsn, result.DurableAt, token).ConfigureAwait(false);
+            }
+
+            var reply = new StepReply { CompletionLsn = result.CompletionLsn, DurableAt = result.DurableAt };
+            reply.SelfLsns.Add(result.SelfLsns);
+            reply.OutLsns.Add(result.OutLsns);
+            return reply;
+        });
+
+    /// <inheritdoc />
+    public override Task<DeliverReply> Deliver(DeliverRequest request, ServerCallContext context) => HandleAsync(nameof(Deliver), request, request?.Darq, context,
+        static async (call, darq, request, token) =>
+        {
+            CheckSource(call, request.Source);
+            if (request.SourceLsn < 0)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, $"source_lsn is {request.SourceLsn}; an LSN is never negative."));
+            }
+
+            if (!request.DseHeader.IsEmpty && CheckHeader(request.DseHeader) is { } malformed)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, $"dse_header is malformed ({malformed}); send the source's encoded DseHeader, or none."));
+            }
+
+            if (!request.DseHeader.IsEmpty && darq.DseStateObject is null)
+            {
+                // It would receive durably and keep the message whatever the source later rolls back.
+                throw call.Refuse(DarqRpcErrors.FailedPrecondition(call.Method, darq.Name, DarqRpcErrors.NotSpeculative,
+                    $"DARQ '{darq.Name}' does not speculate generally, so it cannot take a dse_header (it would not roll back with its source); " +
+                    "deliver without one (GrpcDarqDestination.ReceivesSpeculatively false), once the source's step is recoverable."));
+            }
+
+            // The reply is the acknowledgement. Without a header: only once the message (or the original it duplicates) is
+            // durable here (recoverable, under general speculation). With one: at once, the dependency travelling in the
+            // reply's header instead.
+            var delivery = new DarqDelivery(request.Source, request.SourceLsn, request.Darq, request.Payload.Memory) { DseHeader = request.DseHeader.Memory };
+            var (result, header) = await darq.ReceiveForTransportAsync(delivery, token).ConfigureAwait(false);
+            return new DeliverReply
+            {
+                Lsn = result.Lsn,
+                Duplicate = result.IsDuplicate,
+                DseHeader = header.IsEmpty ? ByteString.Empty : ByteString.CopyFrom(header.Span),
+            };
+        });
+
+    /// <inheritdoc />
+    public override Task<DeliverBatchReply> DeliverBatch(DeliverBatchRequest request, ServerCallContext context) => HandleAsync(nameof(DeliverBatch), request,
+        request?.Darq, context, static async (call, darq, request, token) =>
+        {
+            CheckSource(call, request.Source);
+            if (request.Messages.Count == 0)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, "messages is empty; a batch holds at least one message."));
+            }
+
+            long instance = InstanceOf(darq);
+            if (request.AppendOnly && request.ExpectedInstance != 0 && request.ExpectedInstance != instance)
+            {
+                throw call.Refuse(DarqRpcErrors.InstanceChangedSince(call.Method, darq.Name, request.ExpectedInstance));
+            }
+
+            var deliveries = new DarqDelivery[request.Messages.Count];
+            for (int i = 0; i < deliveries.Length; i++)
+            {
+                var message = request.Messages[i];
+                deliveries[i] = new DarqDelivery(request.Source, message.SourceLsn, request.Darq, message.Payload.Memory);
+            }
+
+            // Checks every message (order, LSNs, sizes) before appending any. Append-only: the reply says what to await;
+            // otherwise it is the batch's acknowledgement.
+            var (results, durableAt) = await darq.ReceiveBatchAsync(deliveries, token).ConfigureAwait(false);
+            var reply = new DeliverBatchReply();
+            if (request.AppendOnly)
+            {
+                reply.DurableAt = durableAt;
+                reply.Instance = instance;
+            }
+            else
+            {
+                await darq.EnsureDurableAsync(durableAt, token).ConfigureAwait(false);
+            }
+
+            foreach (var result in results)
+            {
+                reply.Lsns.Add(result.IsDuplicate ? -1 : result.Lsn);
+            }
+
+            return reply;
+        });
+
+    /// <inheritdoc />
+    public override Task<CheckpointReply> Checkpoint(CheckpointRequest request, ServerCallContext context) => HandleAsync(nameof(Checkpoint), request,
+        request?.Darq, context, static async (call, darq, request, token) =>
+        {
+            if (request.Replace.Count == 0)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method,
+                    "replace is empty; a checkpoint replaces at least one SELF message (to only add SELF messages, take a step)."));
+            }
+
+            var snapshot = new ReadOnlyMemory<byte>[request.Snapshot.Count];
+            for (int i = 0; i < snapshot.Length; i++)
+            {
+                snapshot[i] = request.Snapshot[i].Memory;
+            }
+
+            var result = await darq.CheckpointAsync(request.Incarnation, [.. request.Replace], snapshot, token).ConfigureAwait(false);
+            if (request.WaitDurable)
+            {
+                await call.EnsureAppendedDurableAsync(darq, "checkpoint", result.CheckpointLsn, result.DurableAt, token).ConfigureAwait(false);
+            }
+
+            var reply = new CheckpointReply { CheckpointLsn = result.CheckpointLsn, DurableAt = result.DurableAt };
+            reply.ReplacedLsns.Add(result.ReplacedLsns);
+            reply.SelfLsns.Add(result.SelfLsns);
+            return reply;
+        });
+
+    /// <inheritdoc />
+    public override Task<WaitForCommitReply> WaitForCommit(WaitForCommitRequest request, ServerCallContext context) => HandleAsync(nameof(WaitForCommit),
+        request, request?.Darq, context, static async (call, darq, request, token) =>
+        {
+            if (request.Address < 0)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, $"address is {request.Address}; a log address is never negative."));
+            }
+
+            if (request.Instance != 0 && request.Instance != InstanceOf(darq))
+            {
+                // Reopened since the processor registered (or the batch was appended): the address may be of something the
+                // restart lost, and a commit of whatever now lies there must not acknowledge it. Steps of that processor
+                // are refused the same way.
+                DarqGrpcLogMessages.RestartedSinceRegistration(call.Service._logger, darq.Name, request.Incarnation, request.Address);
+                throw call.Refuse(DarqRpcErrors.ToRpcException(new DarqStaleIncarnationException(darq.Name, request.Incarnation, darq.Incarnation), call.Method, darq.Name)!);
+            }
+
+            if (request.Address > darq.TailAddress)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method,
+                    $"address {request.Address} is beyond the tail of DARQ '{darq.Name}' ({darq.TailAddress}); nothing there can be committed yet."));
+            }
+
+            await darq.EnsureDurableAsync(request.Address, token).ConfigureAwait(false);
+            return new WaitForCommitReply { CommittedUntil = darq.CommittedUntilAddress };
+        });
+
+    /// <inheritdoc />
+    public override Task<ListParkedDeliveriesReply> ListParkedDeliveries(ListParkedDeliveriesRequest request, ServerCallContext context) =>
+        HandleOperatorCallAsync(nameof(ListParkedDeliveries), request, request?.Darq, context, static async (call, darq, request, token) =>
+        {
+            var reply = new ListParkedDeliveriesReply { PendingOutCount = darq.PendingOutCount };
+            foreach (var parked in darq.ParkedDeliveries)
+            {
+                reply.Parked.Add(new ParkedDelivery
+                {
+                    Destination = parked.Destination,
+                    Lsn = parked.Lsn,
+                    Reason = parked.Reason,
+                    ParkedAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTimeOffset(parked.ParkedAt),
+                    Refusals = parked.Refusals,
+
+                    // The whole-DARQ count above does not tell which destination holds the messages up; this does.
+                    PendingOutCount = await darq.PendingOutCountAsync(parked.Destination, token).ConfigureAwait(false),
+                });
+            }
+
+            return reply;
+        });
+
+    /// <inheritdoc />
+    public override Task<RetryParkedDeliveryReply> RetryParkedDelivery(RetryParkedDeliveryRequest request, ServerCallContext context) =>
+        HandleOperatorCallAsync(nameof(RetryParkedDelivery), request, request?.Darq, context, static (call, darq, request, token) =>
+        {
+            if (string.IsNullOrEmpty(request.Destination))
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, "destination is empty; name the parked destination to retry (ListParkedDeliveries lists them)."));
+            }
+
+            // Not parked (never, or retried meanwhile, by the automatic retry say) is not an error: nothing to do.
+            bool retried = darq.RetryParkedDelivery(request.Destination);
+            DarqGrpcLogMessages.OperatorRetriedParkedDelivery(call.Service._logger, darq.Name, request.Destination, retried, call.Context.Peer);
+            return ValueTask.FromResult(new RetryParkedDeliveryReply { Retried = retried });
+        });
+
+    /// <inheritdoc />
+    public override Task<DiscardOutReply> DiscardOut(DiscardOutRequest request, ServerCallContext context) =>
+        HandleOperatorCallAsync(nameof(DiscardOut), request, request?.Darq, context, static async (call, darq, request, token) =>
+        {
+            if (request.Lsn < 0)
+            {
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, $"lsn is {request.Lsn}; an LSN is never negative."));
+            }
+
+            if (!await darq.DiscardOutAsync(request.Lsn, token).ConfigureAwait(false))
+            {
+                throw call.Refuse(DarqRpcErrors.NotPendingOut(call.Method, darq.Name, request.Lsn));
+            }
+
+            DarqGrpcLogMessages.OperatorDiscardedOut(call.Service._logger, darq.Name, request.Lsn, call.Context.Peer);
+            return new DiscardOutReply { CommittedUntil = darq.CommittedUntilAddress };
+        });
+
+    /// <inheritdoc />
+    public override Task<RetireProducerReply> RetireProducer(RetireProducerRequest request, ServerCallContext context) =>
+        HandleOperatorCallAsync(nameof(RetireProducer), request, request?.Darq, context, static async (call, darq, request, token) =>
+        {
+            bool retired = await darq.RetireProducerAsync(request.ProducerId, token).ConfigureAwait(false);
+
+            // Logged before anything else can fail: the retirement stands whatever the reply does.
+            DarqGrpcLogMessages.OperatorRetiredProducer(call.Service._logger, darq.Name, request.ProducerId, retired, call.Context.Peer);
+            int count = await darq.ProducerCountAsync(CancellationToken.None).ConfigureAwait(false);
+            return new RetireProducerReply { Retired = retired, ProducerCount = count };
+        });
+
+    /// <summary>
+    /// Refuses an operator call unless <see cref="DarqGrpcServiceOptions.EnableOperatorCalls"/> is on (UNIMPLEMENTED) and
+    /// <see cref="DarqGrpcServiceOptions.AuthorizeOperatorCall"/>, if set, allows it (PERMISSION_DENIED); before any DARQ is
+    /// looked up, so a refused caller learns nothing about them.
+    /// </summary>
+    private async ValueTask AuthorizeOperatorCallAsync(string method, ServerCallContext context)
+    {
+        if (!_options.EnableOperatorCalls)
+        {
+            throw Refuse(method, DarqRpcErrors.OperatorCallsDisabled(method));
+        }
+
+        if (_options.AuthorizeOperatorCall is { } authorize && !await authorize(context).ConfigureAwait(false))
+        {
+            DarqGrpcLogMessages.OperatorCallDenied(_logger, method, context.Peer);
+            throw Refuse(method, DarqRpcErrors.PermissionDenied(method, "the application's DarqGrpcServiceOptions.AuthorizeOperatorCall refused this caller."));
+        }
+    }
+
+    /// <summary>The random, nonzero id of an open DARQ instance (a reopened DARQ is another instance, with another id).</summary>
+    private static long InstanceOf(Darq darq) =>
+        Instances.GetValue(darq, static _ => new StrongBox<long>(Random.Shared.NextInt64(1, long.MaxValue))).Value;
+
+    private static readonly ConditionalWeakTable<Darq, StrongBox<long>> Instances = new();
+
+    /// <summary>Why an encoded DSE header does not parse, or <see langword="null"/> when it does.</summary>
+    private static string? CheckHeader(ByteString header) => DseHeader.TryParse(header.Span, out _, out string error) ? null : error;
+
+    /// <summary>
+    /// The one skeleton of every unary request: checks the arguments, finds the DARQ (refusing an empty or unknown name),
+    /// runs <paramref name="handle"/>, and turns what it throws into the status the contract names (a refusal it raised
+    /// itself passes as it is). Every refusal is logged and counted once.
+    /// </summary>
+    private Task<TReply> HandleAsync<TRequest, TReply>(string method, TRequest request, string? darqName, ServerCallContext context,
+        Func<Call, Darq, TRequest, CancellationToken, ValueTask<TReply>> handle)
     {
         ArgumentNullException.ThrowIfNull(request);
         ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(Step);
-        var darq = Resolve(method, request.Darq);
+        var call = new Call(this, method, context);
+        return RunAsync(call, Resolve(method, darqName), request, handle);
+
+        static async Task<TReply> RunAsync(Call call, Darq darq, TRequest request, Func<Call, Darq, TRequest, CancellationToken, ValueTask<TReply>> handle)
+        {
+            // A wait (for a commit, for room) ends when the host starts stopping, so that no request holds its shutdown.
+            using var ending = CancellationTokenSource.CreateLinkedTokenSource(call.Context.CancellationToken, call.Service._serverStopping);
+            try
+            {
+                return await handle(call, darq, request, ending.Token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException) when (call.ServerStopping)
+            {
+                throw call.Refuse(DarqRpcErrors.Unavailable(call.Method, $"the server hosting DARQ '{darq.Name}' is stopping; retry with it or its successor."));
+            }
+            catch (Exception e) when (DarqRpcErrors.ToRpcException(e, call.Method, darq.Name) is { } status)
+            {
+                throw call.Refuse(status);
+            }
+        }
+    }
+
+    /// <summary>As <see cref="HandleAsync"/>, for an operator call: refused before the DARQ is looked up unless enabled and authorized.</summary>
+    private async Task<TReply> HandleOperatorCallAsync<TRequest, TReply>(string method, TRequest request, string? darqName, ServerCallContext context,
+        Func<Call, Darq, TRequest, CancellationToken, ValueTask<TReply>> handle)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(context);
+        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
+        return await HandleAsync(method, request, darqName, context, handle).ConfigureAwait(false);
+    }
+
+    /// <summary>A source name is the deduplication identity of a delivery: never empty.</summary>
+    private static void CheckSource(Call call, string source)
+    {
+        if (string.IsNullOrEmpty(source))
+        {
+            throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, "source is empty; a delivery names its source DARQ (its deduplication identity)."));
+        }
+    }
+
+    /// <summary>The step a request describes; an invalid activity or destination is refused (INVALID_ARGUMENT) naming the field.</summary>
+    private static DarqStep ToStep(Call call, StepRequest request)
+    {
         var step = new DarqStep();
         foreach (long lsn in request.Consumed)
         {
@@ -171,7 +456,7 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             }
             catch (ArgumentException e)
             {
-                throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"self_messages[{i}].activity: {e.Message}"));
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, $"self_messages[{i}].activity: {e.Message}"));
             }
         }
 
@@ -180,362 +465,16 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
             var message = request.OutMessages[i];
             if (string.IsNullOrEmpty(message.Destination))
             {
-                throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"out_messages[{i}].destination is empty; an OUT message needs a destination DARQ name."));
+                throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, $"out_messages[{i}].destination is empty; an OUT message needs a destination DARQ name."));
             }
 
             step.AddOut(message.Destination, message.Payload.Memory);
         }
 
-        try
-        {
-            var token = context.CancellationToken;
-            var result = await darq.StepAsync(request.Incarnation, step, token).ConfigureAwait(false);
-            if (request.WaitDurable)
-            {
-                await EnsureAppendedDurableAsync(method, darq, "step", result.CompletionLsn, result.DurableAt, token).ConfigureAwait(false);
-            }
-
-            var reply = new StepReply { CompletionLsn = result.CompletionLsn, DurableAt = result.DurableAt };
-            reply.SelfLsns.Add(result.SelfLsns);
-            reply.OutLsns.Add(result.OutLsns);
-            return reply;
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
+        return step;
     }
 
-    /// <inheritdoc />
-    public override async Task<DeliverReply> Deliver(DeliverRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(Deliver);
-        var darq = Resolve(method, request.Darq);
-        if (string.IsNullOrEmpty(request.Source))
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "source is empty; a delivery names its source DARQ (its deduplication identity)."));
-        }
-
-        if (request.SourceLsn < 0)
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"source_lsn is {request.SourceLsn}; an LSN is never negative."));
-        }
-
-        if (!request.DseHeader.IsEmpty && CheckHeader(request.DseHeader) is { } malformed)
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"dse_header is malformed ({malformed}); send the source's encoded DseHeader, or none."));
-        }
-
-        if (!request.DseHeader.IsEmpty && darq.DseStateObject is null)
-        {
-            // It would receive durably and keep the message whatever the source later rolls back.
-            throw Refuse(method, DarqRpcErrors.FailedPrecondition(method, darq.Name, DarqRpcErrors.NotSpeculative,
-                $"DARQ '{darq.Name}' does not speculate generally, so it cannot take a dse_header (it would not roll back with its source); " +
-                "deliver without one (GrpcDarqDestination.ReceivesSpeculatively false), once the source's step is recoverable."));
-        }
-
-        try
-        {
-            // The reply is the acknowledgement. Without a header: only once the message (or the original it duplicates)
-            // is durable here (recoverable, under general speculation). With one: at once, the dependency travelling in
-            // the reply's header instead.
-            var delivery = new DarqDelivery(request.Source, request.SourceLsn, request.Darq, request.Payload.Memory) { DseHeader = request.DseHeader.Memory };
-            var (result, header) = await darq.ReceiveForTransportAsync(delivery, context.CancellationToken).ConfigureAwait(false);
-            return new DeliverReply
-            {
-                Lsn = result.Lsn,
-                Duplicate = result.IsDuplicate,
-                DseHeader = header.IsEmpty ? ByteString.Empty : ByteString.CopyFrom(header.Span),
-            };
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-    }
-
-    /// <inheritdoc />
-    public override async Task<DeliverBatchReply> DeliverBatch(DeliverBatchRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(DeliverBatch);
-        var darq = Resolve(method, request.Darq);
-        if (string.IsNullOrEmpty(request.Source))
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "source is empty; a delivery names its source DARQ (its deduplication identity)."));
-        }
-
-        if (request.Messages.Count == 0)
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "messages is empty; a batch holds at least one message."));
-        }
-
-        var deliveries = new DarqDelivery[request.Messages.Count];
-        for (int i = 0; i < deliveries.Length; i++)
-        {
-            var message = request.Messages[i];
-            deliveries[i] = new DarqDelivery(request.Source, message.SourceLsn, request.Darq, message.Payload.Memory);
-        }
-
-        try
-        {
-            // Checks every message (order, LSNs, sizes) before appending any; the reply is the batch's acknowledgement.
-            var results = await darq.ReceiveBatchDurablyAsync(deliveries, context.CancellationToken).ConfigureAwait(false);
-            var reply = new DeliverBatchReply();
-            foreach (var result in results)
-            {
-                reply.Lsns.Add(result.IsDuplicate ? -1 : result.Lsn);
-            }
-
-            return reply;
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-    }
-
-    /// <inheritdoc />
-    public override async Task<CheckpointReply> Checkpoint(CheckpointRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(Checkpoint);
-        var darq = Resolve(method, request.Darq);
-        if (request.Replace.Count == 0)
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
-                "replace is empty; a checkpoint replaces at least one SELF message (to only add SELF messages, take a step)."));
-        }
-
-        var snapshot = new ReadOnlyMemory<byte>[request.Snapshot.Count];
-        for (int i = 0; i < snapshot.Length; i++)
-        {
-            snapshot[i] = request.Snapshot[i].Memory;
-        }
-
-        try
-        {
-            var token = context.CancellationToken;
-            var result = await darq.CheckpointAsync(request.Incarnation, [.. request.Replace], snapshot, token).ConfigureAwait(false);
-            if (request.WaitDurable)
-            {
-                await EnsureAppendedDurableAsync(method, darq, "checkpoint", result.CheckpointLsn, result.DurableAt, token).ConfigureAwait(false);
-            }
-
-            var reply = new CheckpointReply { CheckpointLsn = result.CheckpointLsn, DurableAt = result.DurableAt };
-            reply.ReplacedLsns.Add(result.ReplacedLsns);
-            reply.SelfLsns.Add(result.SelfLsns);
-            return reply;
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-    }
-
-    /// <inheritdoc />
-    public override async Task<WaitForCommitReply> WaitForCommit(WaitForCommitRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(WaitForCommit);
-        var darq = Resolve(method, request.Darq);
-        if (request.Address < 0)
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"address is {request.Address}; a log address is never negative."));
-        }
-
-        if (request.Instance != 0 && request.Instance != InstanceOf(darq))
-        {
-            // Reopened since the processor registered: the address may be of a step the restart lost, and a commit of
-            // whatever now lies there must not acknowledge it. Steps of that processor are refused the same way.
-            DarqGrpcLogMessages.RestartedSinceRegistration(_logger, darq.Name, request.Incarnation, request.Address);
-            throw Refuse(method, DarqRpcErrors.ToRpcException(new DarqStaleIncarnationException(darq.Name, request.Incarnation, darq.Incarnation), method, darq.Name)!);
-        }
-
-        if (request.Address > darq.TailAddress)
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method,
-                $"address {request.Address} is beyond the tail of DARQ '{darq.Name}' ({darq.TailAddress}); nothing there can be committed yet."));
-        }
-
-        try
-        {
-            await darq.EnsureDurableAsync(request.Address, context.CancellationToken).ConfigureAwait(false);
-            return new WaitForCommitReply { CommittedUntil = darq.CommittedUntilAddress };
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-    }
-
-    /// <inheritdoc />
-    public override async Task<ListParkedDeliveriesReply> ListParkedDeliveries(ListParkedDeliveriesRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(ListParkedDeliveries);
-        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
-        var darq = Resolve(method, request.Darq);
-        var reply = new ListParkedDeliveriesReply { PendingOutCount = darq.PendingOutCount };
-        try
-        {
-            foreach (var parked in darq.ParkedDeliveries)
-            {
-                reply.Parked.Add(new ParkedDelivery
-                {
-                    Destination = parked.Destination,
-                    Lsn = parked.Lsn,
-                    Reason = parked.Reason,
-                    ParkedAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTimeOffset(parked.ParkedAt),
-                    Refusals = parked.Refusals,
-                    // The whole-DARQ count above does not tell which destination holds the messages up; this does.
-                    PendingOutCount = await darq.PendingOutCountAsync(parked.Destination, context.CancellationToken).ConfigureAwait(false),
-                });
-            }
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-
-        return reply;
-    }
-
-    /// <inheritdoc />
-    public override async Task<RetryParkedDeliveryReply> RetryParkedDelivery(RetryParkedDeliveryRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(RetryParkedDelivery);
-        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
-        var darq = Resolve(method, request.Darq);
-        if (string.IsNullOrEmpty(request.Destination))
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, "destination is empty; name the parked destination to retry (ListParkedDeliveries lists them)."));
-        }
-
-        // Not parked (never, or retried meanwhile, by the automatic retry say) is not an error: nothing to do.
-        bool retried = darq.RetryParkedDelivery(request.Destination);
-        DarqGrpcLogMessages.OperatorRetriedParkedDelivery(_logger, darq.Name, request.Destination, retried, context.Peer);
-        return new RetryParkedDeliveryReply { Retried = retried };
-    }
-
-    /// <inheritdoc />
-    public override async Task<DiscardOutReply> DiscardOut(DiscardOutRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(DiscardOut);
-        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
-        var darq = Resolve(method, request.Darq);
-        if (request.Lsn < 0)
-        {
-            throw Refuse(method, DarqRpcErrors.InvalidArgument(method, $"lsn is {request.Lsn}; an LSN is never negative."));
-        }
-
-        bool discarded;
-        try
-        {
-            discarded = await darq.DiscardOutAsync(request.Lsn, context.CancellationToken).ConfigureAwait(false);
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-
-        if (!discarded)
-        {
-            throw Refuse(method, DarqRpcErrors.NotPendingOut(method, darq.Name, request.Lsn));
-        }
-
-        DarqGrpcLogMessages.OperatorDiscardedOut(_logger, darq.Name, request.Lsn, context.Peer);
-        return new DiscardOutReply { CommittedUntil = darq.CommittedUntilAddress };
-    }
-
-    /// <inheritdoc />
-    public override async Task<RetireProducerReply> RetireProducer(RetireProducerRequest request, ServerCallContext context)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        ArgumentNullException.ThrowIfNull(context);
-        const string method = nameof(RetireProducer);
-        await AuthorizeOperatorCallAsync(method, context).ConfigureAwait(false);
-        var darq = Resolve(method, request.Darq);
-        bool retired;
-        try
-        {
-            retired = await darq.RetireProducerAsync(request.ProducerId, context.CancellationToken).ConfigureAwait(false);
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-
-        // Logged before anything else can fail: the retirement stands whatever the reply does.
-        DarqGrpcLogMessages.OperatorRetiredProducer(_logger, darq.Name, request.ProducerId, retired, context.Peer);
-        int count;
-        try
-        {
-            count = await darq.ProducerCountAsync(CancellationToken.None).ConfigureAwait(false);
-        }
-        catch (Exception e) when (DarqRpcErrors.ToRpcException(e, method, darq.Name) is { } status)
-        {
-            throw Refuse(method, status);
-        }
-
-        return new RetireProducerReply { Retired = retired, ProducerCount = count };
-    }
-
-    /// <summary>
-    /// Refuses an operator call unless <see cref="DarqGrpcServiceOptions.EnableOperatorCalls"/> is on (UNIMPLEMENTED) and
-    /// <see cref="DarqGrpcServiceOptions.AuthorizeOperatorCall"/>, if set, allows it (PERMISSION_DENIED); before any DARQ is
-    /// looked up, so a refused caller learns nothing about them.
-    /// </summary>
-    private async ValueTask AuthorizeOperatorCallAsync(string method, ServerCallContext context)
-    {
-        if (!_options.EnableOperatorCalls)
-        {
-            throw Refuse(method, DarqRpcErrors.OperatorCallsDisabled(method));
-        }
-
-        if (_options.AuthorizeOperatorCall is { } authorize && !await authorize(context).ConfigureAwait(false))
-        {
-            DarqGrpcLogMessages.OperatorCallDenied(_logger, method, context.Peer);
-            throw Refuse(method, DarqRpcErrors.PermissionDenied(method, "the application's DarqGrpcServiceOptions.AuthorizeOperatorCall refused this caller."));
-        }
-    }
-
-    /// <summary>
-    /// <see cref="Darq.EnsureDurableAsync"/> for a request that is appended already and would be appended again by a resend: a
-    /// failure is ABORTED naming the appended entry (<see cref="DarqRpcErrors.NotDurable"/>), never UNAVAILABLE.
-    /// </summary>
-    private async ValueTask EnsureAppendedDurableAsync(string method, Darq darq, string what, long lsn, long durableAt, CancellationToken cancellationToken)
-    {
-        try
-        {
-            await darq.EnsureDurableAsync(durableAt, cancellationToken).ConfigureAwait(false);
-        }
-        catch (Exception e) when (e is IOException or ObjectDisposedException or InvalidOperationException)
-        {
-            throw Refuse(method, DarqRpcErrors.AppendedNotDurable(method, darq.Name, what, lsn, durableAt, e));
-        }
-    }
-
-    /// <summary>The random, nonzero id of an open DARQ instance (a reopened DARQ is another instance, with another id).</summary>
-    private static long InstanceOf(Darq darq) =>
-        Instances.GetValue(darq, static _ => new StrongBox<long>(Random.Shared.NextInt64(1, long.MaxValue))).Value;
-
-    private static readonly ConditionalWeakTable<Darq, StrongBox<long>> Instances = new();
-
-    /// <summary>Why an encoded DSE header does not parse, or <see langword="null"/> when it does.</summary>
-    private static string? CheckHeader(ByteString header) => DseHeader.TryParse(header.Span, out _, out string error) ? null : error;
-
-    private Darq Resolve(string method, string name)
+    private Darq Resolve(string method, string? name)
     {
         if (string.IsNullOrEmpty(name))
         {
@@ -554,5 +493,31 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
         }
 
         return status;
+    }
+
+    /// <summary>One request being served: the service, the method (named in statuses and logs) and the call's context.</summary>
+    private readonly record struct Call(DarqGrpcService Service, string Method, ServerCallContext Context)
+    {
+        /// <summary>Logs and counts a refusal, and returns it to throw.</summary>
+        public RpcException Refuse(RpcException status) => Service.Refuse(Method, status);
+
+        /// <summary>
+        /// <see cref="Darq.EnsureDurableAsync"/> for a request that is appended already and would be appended again by a resend:
+        /// a failure is ABORTED naming the appended entry (<see cref="DarqRpcErrors.NotDurable"/>), never UNAVAILABLE.
+        /// </summary>
+        public async ValueTask EnsureAppendedDurableAsync(Darq darq, string what, long lsn, long durableAt, CancellationToken cancellationToken)
+        {
+            try
+            {
+                await darq.EnsureDurableAsync(durableAt, cancellationToken).ConfigureAwait(false);
+            }
+            catch (Exception e) when (e is IOException or ObjectDisposedException or InvalidOperationException || (e is OperationCanceledException && ServerStopping))
+            {
+                throw Refuse(DarqRpcErrors.AppendedNotDurable(Method, darq.Name, what, lsn, durableAt, e));
+            }
+        }
+
+        /// <summary>Whether the host is stopping while the caller still waits (a wait cancelled then was cancelled by the host).</summary>
+        public bool ServerStopping => Service._serverStopping.IsCancellationRequested && !Context.CancellationToken.IsCancellationRequested;
     }
 }

@@ -53,6 +53,13 @@ public static class DarqRpcErrors
     public const string NotSpeculative = "not-speculative";
 
     /// <summary>
+    /// Value of <see cref="ErrorKey"/> (status UNAVAILABLE) for an append-only <c>DeliverBatch</c> whose
+    /// <c>expected_instance</c> is not the DARQ's instance any more: it restarted since the source's previous batch, which
+    /// it may have lost; nothing was appended, and the source resends from its first unacknowledged message.
+    /// </summary>
+    public const string InstanceChanged = "instance-changed";
+
+    /// <summary>
     /// Value of <see cref="ErrorKey"/> (status NOT_FOUND, with <see cref="LsnKey"/>) for a <c>DiscardOut</c> of an LSN at
     /// which no OUT message is pending: acknowledged, discarded already, rolled back, or never one.
     /// </summary>
@@ -246,6 +253,13 @@ public static class DarqRpcErrors
         StatusCode.FailedPrecondition => error.Trailers.GetValue(ErrorKey) == NotSpeculative,
         _ => false,
     };
+
+    /// <summary>UNAVAILABLE (<see cref="InstanceChanged"/>): the DARQ restarted since the source's previous append-only batch.</summary>
+    internal static RpcException InstanceChangedSince(string method, string darq, long expected) => new(
+        new Status(StatusCode.Unavailable,
+            $"{method}: DARQ '{darq}' restarted since the previous batch of this source was appended (instance {expected}); that batch may be lost, so " +
+            "nothing was appended: resend from the first unacknowledged message."),
+        new Metadata { { ErrorKey, InstanceChanged }, { DarqKey, darq } });
 
     /// <summary>UNAVAILABLE: the DARQ or the server cannot serve now; retry.</summary>
     internal static RpcException Unavailable(string method, string message) =>

@@ -1,3 +1,4 @@
+using System.Collections.Concurrent;
 using Dse.Darq.Grpc.V1;
 using Google.Protobuf;
 using Grpc.Core;
@@ -19,6 +20,13 @@ public sealed class GrpcDarqDestination : IDarqDestination
 
     /// <summary>Set once the server answered UNIMPLEMENTED to DeliverBatch: batches then go one message per Deliver.</summary>
     private bool _noBatchRpc;
+
+    /// <summary>
+    /// Per source and remote DARQ name, the instance the source's last append-only batch went to: its next batch may be
+    /// appended only there (<c>expected_instance</c>). Cleared when the server says it restarted, so that the source's
+    /// resend goes to the new instance.
+    /// </summary>
+    private readonly ConcurrentDictionary<(string Source, string Darq), long> _instances = new();
 
     /// <summary>Creates a destination over a channel to the server hosting it.</summary>
     /// <param name="channel">The channel (the caller owns it).</param>
@@ -125,6 +133,99 @@ public sealed class GrpcDarqDestination : IDarqDestination
             throw new OperationCanceledException(
                 $"Delivering {deliveries.Count} OUT messages of DARQ '{request.Source}' from LSN {deliveries[0].SourceLsn} to '{request.Darq}' was cancelled.",
                 e, cancellationToken);
+        }
+    }
+
+    /// <summary>
+    /// Appends consecutive OUT messages of one source with one append-only <c>DeliverBatch</c> call and returns once the
+    /// server appended them, with a <c>WaitForCommit</c> on that instance as the wait that acknowledges them. A batch is
+    /// appended only on the instance that appended this source's previous batch; when the server restarted since, the call
+    /// fails (nothing appended) and the source resends from its first unacknowledged message. A server that predates
+    /// append-only batches replies once they are durable; a server without <c>DeliverBatch</c> gets one <c>Deliver</c> per
+    /// message.
+    /// </summary>
+    /// <param name="deliveries">The messages, all from one source to this destination, in increasing source LSN order.</param>
+    /// <param name="cancellationToken">Cancels the delivery; an unacknowledged batch is retried.</param>
+    /// <returns>The appended batch.</returns>
+    public async ValueTask<DarqSentBatch> SendBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(deliveries);
+        if (deliveries.Count == 0)
+        {
+            throw new ArgumentException("A delivery batch holds at least one message.", nameof(deliveries));
+        }
+
+        if (Volatile.Read(ref _noBatchRpc))
+        {
+            await DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
+            return DarqSentBatch.Durable;
+        }
+
+        string darq = _remoteName ?? deliveries[0].Destination;
+        var key = (deliveries[0].Source, darq);
+        var request = new DeliverBatchRequest
+        {
+            Darq = darq,
+            Source = deliveries[0].Source,
+            AppendOnly = true,
+            ExpectedInstance = _instances.GetValueOrDefault(key),
+        };
+        foreach (var delivery in deliveries)
+        {
+            request.Messages.Add(new DeliveredMessage { SourceLsn = delivery.SourceLsn, Payload = ByteString.CopyFrom(delivery.Payload.Span) });
+        }
+
+        DeliverBatchReply reply;
+        try
+        {
+            reply = await _client.DeliverBatchAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Unimplemented)
+        {
+            Volatile.Write(ref _noBatchRpc, true);
+            await DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
+            return DarqSentBatch.Durable;
+        }
+        catch (RpcException e) when (e.Trailers.GetValue(DarqRpcErrors.ErrorKey) == DarqRpcErrors.InstanceChanged)
+        {
+            // The resend (from the first unacknowledged message) goes to the new instance.
+            _instances.TryRemove(new KeyValuePair<(string, string), long>(key, request.ExpectedInstance));
+            throw;
+        }
+        catch (RpcException e) when (DarqRpcErrors.IsDeliveryRefusedForGood(e))
+        {
+            throw new DarqDeliveryRefusedException(darq, $"{e.StatusCode}: {e.Status.Detail}", e);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException(
+                $"Delivering {deliveries.Count} OUT messages of DARQ '{request.Source}' from LSN {deliveries[0].SourceLsn} to '{darq}' was cancelled.",
+                e, cancellationToken);
+        }
+
+        if (reply.Instance == 0)
+        {
+            // A server that predates append-only batches: it replied once they were durable.
+            return DarqSentBatch.Durable;
+        }
+
+        _instances[key] = reply.Instance;
+        long durableAt = reply.DurableAt;
+        long instance = reply.Instance;
+        return new DarqSentBatch(token => WaitForCommitAsync(darq, durableAt, instance, token));
+    }
+
+    /// <summary>Waits until the appended batch is committed on the instance that appended it; fails when that instance is gone.</summary>
+    private async ValueTask WaitForCommitAsync(string darq, long address, long instance, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await _client.WaitForCommitAsync(new WaitForCommitRequest { Darq = darq, Address = address, Instance = instance },
+                deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException($"Waiting for the commit of a batch at '{darq}' was cancelled.", e, cancellationToken);
         }
     }
 

@@ -59,6 +59,8 @@ internal sealed class DarqSender
             return LaneOutcome.Failed;
         }
 
+        // The durability waits of the runs in flight; cancelled when the turn ends, so a run given up is waited for no more.
+        using var waits = CancellationTokenSource.CreateLinkedTokenSource(token);
         var window = new Queue<InFlight>();
         int batchSize = _speculation.DeliveryBatchSize;
         int windowSize = _speculation.DeliveryWindow;
@@ -157,7 +159,7 @@ internal sealed class DarqSender
             i += run.Length;
             if (sent.Kind == SendOutcomeKind.Sent)
             {
-                var durable = sent.Batch.IsDurable ? Task.CompletedTask : sent.Batch.WaitDurableAsync(token).AsTask();
+                var durable = sent.Batch.IsDurable ? Task.CompletedTask : sent.Batch.WaitDurableAsync(waits.Token).AsTask();
                 window.Enqueue(new InFlight(Lsns(run), durable, sent.ReplyHeader));
             }
             else if (sent.Kind != SendOutcomeKind.Skipped)
@@ -171,12 +173,25 @@ internal sealed class DarqSender
             {
                 if (!await AcknowledgeOldestAsync(window, name, unpark: true, token).ConfigureAwait(false))
                 {
-                    return await EndAsync(window, name, LaneOutcome.Failed, token).ConfigureAwait(false);
+                    outcome = LaneOutcome.Failed;
+                    break;
                 }
+            }
+
+            if (outcome != LaneOutcome.Delivered)
+            {
+                break;
             }
         }
 
-        return await EndAsync(window, name, outcome, token).ConfigureAwait(false);
+        try
+        {
+            return await EndAsync(window, name, outcome, token).ConfigureAwait(false);
+        }
+        finally
+        {
+            await waits.CancelAsync().ConfigureAwait(false);
+        }
     }
 
     /// <summary>
