@@ -13,6 +13,7 @@ public class TwoPhaseCommitCommandLineTests
         Assert.Equal(new TwoPhaseCommitOptions().Transactions, parsed.Options.Transactions);
         Assert.True(parsed.Options.Transactions < TwoPhaseCommitOptions.PaperTransactions);
         Assert.Equal(TwoPhaseCommitMode.Both, parsed.Options.Mode);
+        Assert.False(parsed.Options.TieredPgo);
         Assert.False(parsed.Options.Chaos);
         Assert.False(parsed.Quiet);
         Assert.False(parsed.Help);
@@ -27,6 +28,7 @@ public class TwoPhaseCommitCommandLineTests
         Assert.Equal(30000, parsed.Options.Transactions);
         Assert.Equal(TwoPhaseCommitOptions.PaperTransactions, parsed.Options.Transactions);
         Assert.Equal(200, parsed.Options.EffectiveWarmUpTransactions);
+        Assert.True(parsed.Options.TieredPgo);
     }
 
     [Fact]
