@@ -4,38 +4,27 @@ using Dse.Samples.Counter;
 
 // The libDSE paper's running example: a client increments a counter through a frontend, which logs each result.
 // Runs it speculatively and as the non-speculative baseline, and prints end-to-end latency of both.
-int requests = 200;
-var options = new CounterAppOptions();
-for (int i = 0; i < args.Length; i++)
+CounterCommandLine commandLine;
+try
 {
-    switch (args[i])
-    {
-        case "--requests" when i + 1 < args.Length:
-            requests = int.Parse(args[++i], CultureInfo.InvariantCulture);
-            break;
-        case "--latency-ms" when i + 1 < args.Length:
-            options.WriteLatency = TimeSpan.FromMilliseconds(double.Parse(args[++i], CultureInfo.InvariantCulture));
-            break;
-        case "--period-ms" when i + 1 < args.Length:
-            options.GroupCommitPeriod = TimeSpan.FromMilliseconds(double.Parse(args[++i], CultureInfo.InvariantCulture));
-            break;
-        case "--data-dir" when i + 1 < args.Length:
-            options.DataDirectory = args[++i];
-            break;
-        default:
-            Console.Error.WriteLine($"Unknown or incomplete option '{args[i]}'.");
-            Console.Error.WriteLine("Usage: dotnet run --project samples/Counter -- [--requests N] [--latency-ms L] [--period-ms P] [--data-dir PATH]");
-            return 2;
-    }
+    commandLine = CounterCommandLine.Parse(args);
 }
-
-if (requests <= 0)
+catch (ArgumentException ex)
 {
-    Console.Error.WriteLine("--requests must be positive.");
+    Console.Error.WriteLine($"error: {ex.Message}");
+    Console.Error.Write(CounterCommandLine.Usage);
     return 2;
 }
 
-Console.WriteLine($"Counter sample: {requests} sequential requests, frontend -> counter -> logging, storage write latency {options.WriteLatency.TotalMilliseconds} ms, group commit {options.GroupCommitPeriod.TotalMilliseconds} ms");
+if (commandLine.Help)
+{
+    Console.Write(CounterCommandLine.Usage);
+    return 0;
+}
+
+int requests = commandLine.Requests;
+var options = commandLine.Options;
+Console.WriteLine($"Counter sample: {requests} sequential requests per mode, frontend -> counter -> logging, storage write latency {options.WriteLatency.TotalMilliseconds} ms, group commit {options.GroupCommitPeriod.TotalMilliseconds} ms");
 var results = new Dictionary<bool, double[]>();
 foreach (bool speculative in new[] { true, false })
 {

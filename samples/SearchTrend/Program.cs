@@ -48,6 +48,9 @@ for (int i = 0; i < args.Length; i++)
         case "--data-dir" when i + 1 < args.Length:
             options.DataDirectory = args[++i];
             break;
+        case "-h" or "--help":
+            WriteUsage(Console.Out);
+            return 0;
         default:
             return Usage($"Unknown or incomplete option '{args[i]}'.");
     }
@@ -95,7 +98,18 @@ static double Percentile(double[] sorted, double p) => sorted.Length == 0 ? 0 : 
 
 static int Usage(string problem)
 {
-    Console.Error.WriteLine(problem);
-    Console.Error.WriteLine("Usage: dotnet run -c Release --project samples/SearchTrend -- [--mode off|local|general] [--windows N] [--window-size N] [--commit-ms MS] [--seed S] [--chaos] [--data-dir PATH]");
+    Console.Error.WriteLine($"error: {problem}");
+    WriteUsage(Console.Error);
     return 2;
 }
+
+static void WriteUsage(TextWriter writer) => writer.Write("""
+    usage: dotnet run -c Release --project samples/SearchTrend -- [options]
+      --mode off|local|general   run one speculation mode (default: all three, a few seconds each)
+      --windows N        windows of search events (default 40; more for a longer run)
+      --window-size N    search events per window (default 100)
+      --commit-ms MS     each DARQ's group commit, and under general speculation its version period (default 10)
+      --seed S           seed of the search events (default 7)
+      --chaos            kill a processor, crash the filter DARQ and restart the alert DARQ mid-run
+      --data-dir PATH    keep the DARQs' files there (default: a temp folder, deleted)
+    """);

@@ -40,8 +40,11 @@ public sealed class ChildProcess : IAsyncDisposable
     /// <summary>Whether the process has exited.</summary>
     public bool HasExited => _process.HasExited;
 
-    /// <summary>Starts this program in <paramref name="mode"/> with <paramref name="arguments"/>.</summary>
-    public static ChildProcess Start(string name, string mode, IEnumerable<string> arguments, string errorLog)
+    /// <summary>
+    /// Starts this program in <paramref name="mode"/> with <paramref name="arguments"/>; <paramref name="tieredPgo"/>
+    /// sets the runtime's tiered profile-guided optimization on or off in it.
+    /// </summary>
+    public static ChildProcess Start(string name, string mode, IEnumerable<string> arguments, string errorLog, bool tieredPgo = false)
     {
         string assembly = typeof(ChildProcess).Assembly.Location;
         var start = new ProcessStartInfo(DotnetMuxer())
@@ -66,8 +69,9 @@ public sealed class ChildProcess : IAsyncDisposable
             start.ArgumentList.Add(argument);
         }
 
-        // Workstation GC: six processes share the machine.
+        // Workstation GC: six processes share the machine. Tiered PGO only when asked (TwoPhaseCommitOptions.TieredPgo).
         start.Environment["DOTNET_gcServer"] = "0";
+        start.Environment["DOTNET_TieredPGO"] = tieredPgo ? "1" : "0";
         var process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start {name}.");
         return new ChildProcess(name, process, errorLog);
     }

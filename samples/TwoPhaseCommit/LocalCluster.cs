@@ -18,17 +18,19 @@ public sealed class LocalCluster : IAsyncDisposable
     private readonly Uri[] _participantAddresses;
     private readonly bool _speculative;
     private readonly TimeSpan _groupCommit;
+    private readonly bool _tieredPgo;
     private ChildProcess? _coordinator;
     private ChildProcess? _committer;
     private int _starts;
 
-    private LocalCluster(string directory, int participants, bool speculative, TimeSpan groupCommit)
+    private LocalCluster(string directory, int participants, bool speculative, TimeSpan groupCommit, bool tieredPgo)
     {
         Directory = directory;
         _participants = new ChildProcess?[participants];
         _participantAddresses = new Uri[participants];
         _speculative = speculative;
         _groupCommit = groupCommit;
+        _tieredPgo = tieredPgo;
     }
 
     /// <summary>The folder with every process's storage and standard error.</summary>
@@ -45,13 +47,14 @@ public sealed class LocalCluster : IAsyncDisposable
 
     /// <summary>
     /// Starts the cluster in <paramref name="directory"/> (created if missing; it should be empty) and returns once
-    /// every process is connected and serving.
+    /// every process is connected and serving. <paramref name="tieredPgo"/> turns the runtime's tiered profile-guided
+    /// optimization on in every process (see <see cref="TwoPhaseCommitOptions.TieredPgo"/>).
     /// </summary>
-    public static async Task<LocalCluster> StartAsync(string directory, bool speculative, TimeSpan groupCommit, int participants = 4, CancellationToken cancellationToken = default)
+    public static async Task<LocalCluster> StartAsync(string directory, bool speculative, TimeSpan groupCommit, int participants = 4, bool tieredPgo = false, CancellationToken cancellationToken = default)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(participants);
         System.IO.Directory.CreateDirectory(directory);
-        var cluster = new LocalCluster(directory, participants, speculative, groupCommit);
+        var cluster = new LocalCluster(directory, participants, speculative, groupCommit, tieredPgo);
         try
         {
             cluster._coordinator = cluster.Launch("dse-coordinator", CoordinatorHost.Mode,
@@ -136,6 +139,6 @@ public sealed class LocalCluster : IAsyncDisposable
     private ChildProcess Launch(string name, string mode, IEnumerable<string> arguments)
     {
         int start = Interlocked.Increment(ref _starts);
-        return ChildProcess.Start(name, mode, arguments, Path.Combine(Directory, "logs", $"{name}.{start}.stderr"));
+        return ChildProcess.Start(name, mode, arguments, Path.Combine(Directory, "logs", $"{name}.{start}.stderr"), _tieredPgo);
     }
 }

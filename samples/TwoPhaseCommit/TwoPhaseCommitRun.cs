@@ -17,7 +17,17 @@ public static class TwoPhaseCommitRun
     /// <summary>Runs the experiment; <paramref name="progress"/> (optional) receives one line per step.</summary>
     /// <exception cref="ArgumentException">An option is invalid.</exception>
     /// <exception cref="InvalidOperationException">A process of the cluster failed; the message carries its standard error.</exception>
-    public static async Task<TwoPhaseCommitResults> RunAsync(TwoPhaseCommitOptions options, TextWriter? progress = null, CancellationToken cancellationToken = default)
+    public static Task<TwoPhaseCommitResults> RunAsync(TwoPhaseCommitOptions options, TextWriter? progress = null, CancellationToken cancellationToken = default) =>
+        RunAsync(options, progress, modeFinished: null, cancellationToken);
+
+    /// <summary>
+    /// Runs the experiment; <paramref name="progress"/> (optional) receives one line per step, and
+    /// <paramref name="modeFinished"/> (optional) each mode's results as soon as that mode has ended and been checked,
+    /// before the next mode starts.
+    /// </summary>
+    /// <exception cref="ArgumentException">An option is invalid.</exception>
+    /// <exception cref="InvalidOperationException">A process of the cluster failed; the message carries its standard error.</exception>
+    public static async Task<TwoPhaseCommitResults> RunAsync(TwoPhaseCommitOptions options, TextWriter? progress, Action<ModeResults>? modeFinished, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(options);
         options.Validate();
@@ -30,12 +40,14 @@ public static class TwoPhaseCommitRun
             if (options.Mode != TwoPhaseCommitMode.NonSpeculative)
             {
                 speculative = await RunModeAsync(options, true, options.Chaos, seed, root, progress, cancellationToken).ConfigureAwait(false);
+                modeFinished?.Invoke(speculative);
             }
 
             if (options.Mode != TwoPhaseCommitMode.Speculative)
             {
                 bool chaos = options.Chaos && options.Mode == TwoPhaseCommitMode.NonSpeculative;
                 nonSpeculative = await RunModeAsync(options, false, chaos, seed, root, progress, cancellationToken).ConfigureAwait(false);
+                modeFinished?.Invoke(nonSpeculative);
             }
 
             return new TwoPhaseCommitResults { Options = options, Seed = seed, Speculative = speculative, NonSpeculative = nonSpeculative };
@@ -59,11 +71,13 @@ public static class TwoPhaseCommitRun
         }
 
         progress?.WriteLine($"{name}: starting the cluster (DSE coordinator, committer, 4 participants) in {directory}");
-        await using var cluster = await LocalCluster.StartAsync(directory, speculative, options.GroupCommit, cancellationToken: cancellationToken).ConfigureAwait(false);
+        long clusterStarting = Stopwatch.GetTimestamp();
+        await using var cluster = await LocalCluster.StartAsync(directory, speculative, options.GroupCommit, tieredPgo: options.TieredPgo, cancellationToken: cancellationToken).ConfigureAwait(false);
         using var load = new LoadGenerator(cluster);
 
         // Warm-up (JIT, connections), not measured; its transactions are checked with the rest.
-        int warmUp = Math.Clamp(options.Transactions / 20, 10, 200);
+        int warmUp = options.EffectiveWarmUpTransactions;
+        progress?.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{name}: cluster serving after {Stopwatch.GetElapsedTime(clusterStarting).TotalSeconds:F1} s; warming up with {warmUp} transactions (not measured)"));
         await load.RunAsync(1, warmUp, options.Clients, null, cancellationToken).ConfigureAwait(false);
 
         var random = new Random(seed);
@@ -83,7 +97,7 @@ public static class TwoPhaseCommitRun
         {
             if (finished % tenth == 0 && finished < options.Transactions)
             {
-                progress?.WriteLine($"{name}: {finished} transactions done after {Stopwatch.GetElapsedTime(loadStarted).TotalSeconds:F0} s");
+                progress?.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{name}: {finished} transactions done after {Stopwatch.GetElapsedTime(loadStarted).TotalSeconds:F1} s"));
             }
 
             if (chaos && finished == killAfter)

@@ -35,6 +35,33 @@ public class TwoPhaseCommitSampleTests(ITestOutputHelper output)
     }
 
     [Fact]
+    public async Task RunAsync_BothModes_ReportsEachModeBeforeTheNextStarts()
+    {
+        var options = new TwoPhaseCommitOptions { Transactions = 20, WarmUpTransactions = 4, Clients = 2 };
+        var writer = new TestOutputWriter(output);
+        var reported = new List<ModeResults>();
+
+        // As the launcher does: progress and each mode's result lines go to one writer, so their order is the user's.
+        var results = await TwoPhaseCommitRun.RunAsync(options, writer, mode =>
+        {
+            reported.Add(mode);
+            TwoPhaseCommitReport.WriteMode(writer, mode);
+        });
+
+        Assert.Equal(2, reported.Count);
+        Assert.Same(results.Speculative, reported[0]);
+        Assert.Same(results.NonSpeculative, reported[1]);
+        var lines = writer.Lines;
+        int speculativeResult = IndexOf(lines, "speculative    : commit latency mean");
+        int speculativeAtomicity = IndexOf(lines, "                 atomicity:");
+        int nonSpeculativeStart = IndexOf(lines, "non-speculative: starting the cluster");
+        int nonSpeculativeResult = IndexOf(lines, "non-speculative: commit latency mean");
+        Assert.True(speculativeResult >= 0 && speculativeAtomicity == speculativeResult + 1, $"the speculative result lines are at {speculativeResult} and {speculativeAtomicity}");
+        Assert.True(speculativeAtomicity < nonSpeculativeStart, $"the speculative result (line {speculativeResult}) came after the non-speculative run started (line {nonSpeculativeStart})");
+        Assert.True(nonSpeculativeStart < nonSpeculativeResult, $"the non-speculative result is at line {nonSpeculativeResult}");
+    }
+
+    [Fact]
     public async Task RunAsync_ParticipantKilledMidRun_AtomicityHoldsAndCommitsResumeAfterRestart()
     {
         const int Seed = 20240607;
@@ -55,6 +82,19 @@ public class TwoPhaseCommitSampleTests(ITestOutputHelper output)
         Assert.Empty(run.Violations);
         Assert.Equal(300, run.Committed + run.Aborted + run.Failed);
         Assert.True(run.CommittedAfterRestart > 0, $"no transaction that began after the restart committed (committed {run.Committed}, aborted {run.Aborted}, failed {run.Failed})");
+    }
+
+    private static int IndexOf(IReadOnlyList<string> lines, string prefix)
+    {
+        for (int i = 0; i < lines.Count; i++)
+        {
+            if (lines[i].StartsWith(prefix, StringComparison.Ordinal))
+            {
+                return i;
+            }
+        }
+
+        return -1;
     }
 
     private static string Describe(ModeResults mode) =>

@@ -21,7 +21,8 @@ public sealed class TwoPhaseCommitScenario : IScenario
     public async Task<ScenarioResults> RunAsync(ScenarioContext context)
     {
         ArgumentNullException.ThrowIfNull(context);
-        var options = new TwoPhaseCommitOptions { Transactions = context.Pick(30000, 500) };
+        // The paper's size and a steady state with profile-guided JIT, as the sample's --full; --quick is a smoke run.
+        var options = new TwoPhaseCommitOptions { Transactions = context.Pick(TwoPhaseCommitOptions.PaperTransactions, 500), TieredPgo = true };
         var run = await TwoPhaseCommitRun.RunAsync(options, context.Log, context.CancellationToken).ConfigureAwait(false);
         if (!run.Passed)
         {
