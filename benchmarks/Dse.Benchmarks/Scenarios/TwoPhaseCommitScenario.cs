@@ -21,7 +21,7 @@ public sealed class TwoPhaseCommitScenario : IScenario
     public async Task<ScenarioResults> RunAsync(ScenarioContext context)
     {
         ArgumentNullException.ThrowIfNull(context);
-        var options = new TwoPhaseCommitOptions { Transactions = context.Pick(30000, 500) };
+        var options = new TwoPhaseCommitOptions { Transactions = context.Pick(30000, 100) };
         var run = await TwoPhaseCommitRun.RunAsync(options, context.Log, context.CancellationToken).ConfigureAwait(false);
         if (!run.Passed)
         {
