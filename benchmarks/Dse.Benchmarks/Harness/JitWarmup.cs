@@ -9,10 +9,10 @@ namespace Dse.Benchmarks.Harness;
 /// With tiered compilation and dynamic PGO a method runs as tier-0 code, then as instrumented code, and only then as
 /// optimized tier-1 code; each promotion waits for call counts and for a quiet spell with no new tier-0 compilation,
 /// and is compiled on a background thread. A loop of many small methods (a DARQ step goes through a dozen) therefore
-/// reaches its steady-state code much later than a loop of a few (a raw FasterLog scan and append): on the 2-core
-/// machine a profiling loop measured DARQ steps at 4x their final cost for the first 600,000 steps, about a second and a
-/// half. A fixed warm-up measured one side warm and the other still tiering. Here warm-up rounds repeat until a round
-/// compiles no more than a handful of methods, that is until tiering has settled for every loop the round runs.
+/// reaches its steady-state code much later than a loop of a few (a raw FasterLog scan and append), and can run at
+/// several times its final cost for its first second or more on two cores: a fixed warm-up can leave one side of a
+/// comparison warm and the other still tiering. Here warm-up rounds repeat until a round compiles no more than a
+/// handful of methods, that is until tiering has settled for every loop the round runs.
 /// </remarks>
 public static class JitWarmup
 {

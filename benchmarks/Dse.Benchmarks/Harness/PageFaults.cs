@@ -4,8 +4,8 @@ namespace Dse.Benchmarks.Harness;
 
 /// <summary>
 /// The process's minor page faults so far (<c>/proc/self/stat</c>): each is a first touch of memory the kernel then zeroes,
-/// 3-9 us on the 2-core VM (docs/benchmarks.md, twelfth pass), so a timed phase that allocates fresh memory (a log's new
-/// pages, a growing array) pays for it where a phase that reuses memory does not. 0 where <c>/proc/self/stat</c> is missing.
+/// microseconds each on a virtual machine, so a timed phase that allocates fresh memory (a log's new pages, a growing
+/// array) pays for it where a phase that reuses memory does not. 0 where <c>/proc/self/stat</c> is missing.
 /// </summary>
 public static class PageFaults
 {

@@ -21,14 +21,20 @@ public static class ScenarioRegistry
         new CommitPoolScenario(),
     ];
 
-    /// <summary>Finds a scenario by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>
+    /// <summary>Scenarios that run by name but are not listed, measured or smoke-run: the harness's own test scenario.</summary>
+    public static IReadOnlyList<IScenario> Unlisted { get; } = [new HarnessSelfTestScenario()];
+
+    /// <summary>Finds a scenario, listed or not, by name (ordinal, case-insensitive); <c>null</c> if there is none.</summary>
     public static IScenario? Find(string name)
     {
-        foreach (var s in All)
+        foreach (var list in new[] { All, Unlisted })
         {
-            if (string.Equals(s.Name, name, StringComparison.OrdinalIgnoreCase))
+            foreach (var s in list)
             {
-                return s;
+                if (string.Equals(s.Name, name, StringComparison.OrdinalIgnoreCase))
+                {
+                    return s;
+                }
             }
         }
 

@@ -66,7 +66,7 @@ public sealed class CoordinatorScenario : IScenario
         var clock = Stopwatch.StartNew();
 
         // Every loop once, briefly, then one long warm-up: tiering's delay restarts whenever a new method is jitted, so
-        // the long warm-up only counts once nothing new runs (a warm-up per loop left the first run at tier 0, 10x slower).
+        // the long warm-up only counts once nothing new runs (a warm-up per loop would leave the first run at tier 0).
         var touch = TimeSpan.FromMilliseconds(30);
         await DriveAsync(Target.Persisted, masks, null, 1, touch, ct).ConfigureAwait(false);
         await DriveAsync(Target.Persisted, masks, NewCoordinator(), 2, touch, ct).ConfigureAwait(false);
@@ -377,8 +377,8 @@ public sealed class CoordinatorScenario : IScenario
 
     /// <summary>
     /// Precomputed dependency sets over <paramref name="participants"/>: each peer j is in a set with probability
-    /// <paramref name="probability"/>, independently (the reporter skips itself). Over 64 participants the sets are those
-    /// of the 64-bit masks the scenario drew before it scaled (the same draws in the same order).
+    /// <paramref name="probability"/>, independently (the reporter skips itself), from a fixed seed, so every run draws the
+    /// same sets.
     /// </summary>
     private sealed class Masks(int participants, double probability, int seed)
     {

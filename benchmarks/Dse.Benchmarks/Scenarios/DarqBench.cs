@@ -36,8 +36,8 @@ internal sealed class DarqBench : IDisposable
         : DseDevices.CreateLocalFile(Path.Combine(_directory, $"{name}-{Interlocked.Increment(ref _next)}.log"), DeleteOnClose);
 
     /// <summary>
-    /// Each log's files go when it closes (a DARQ disposes its devices): a full darq-step run writes some 17 GB of logs
-    /// in two minutes, which otherwise stayed on disk until the run ended.
+    /// Each log's files go when it closes (a DARQ disposes its devices): a full darq-step run writes many gigabytes of
+    /// logs, which would otherwise stay on disk until the run ends.
     /// </summary>
     private static readonly LocalFileDeviceOptions DeleteOnClose = new() { DeleteOnClose = true };
 
@@ -123,10 +123,8 @@ internal sealed class DarqBench : IDisposable
                 // The loop ends by cancellation.
             }
 
-            // Off this thread and bounded, as a DARQ closes its storage: in some full darq-step runs (stops 16-18) a raw
-            // log did not close, which hung the whole run between two phases. The warning says which Dispose did not
-            // return (stop 18: once, with the device's file handles all back in its pools and nothing pending, so not the
-            // device).
+            // Off this thread and bounded, as a DARQ closes its storage: a raw log that does not close must not hang the
+            // whole run between two phases. The warning says which Dispose (the log's or the device's) did not return.
             int stage = 0;
             var closing = Task.Run(() =>
             {

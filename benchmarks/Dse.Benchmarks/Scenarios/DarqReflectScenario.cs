@@ -24,7 +24,7 @@ public sealed class DarqReflectScenario : IScenario
     public async Task<ScenarioResults> RunAsync(ScenarioContext context)
     {
         ArgumentNullException.ThrowIfNull(context);
-        int messages = context.Pick(200, 30);
+        int messages = context.Pick(200, 10);
         var results = new ScenarioResults();
         var p50 = new Dictionary<(bool, int), double>();
 

@@ -53,9 +53,9 @@ public sealed class DarqStepScenario : IScenario
 
     /// <summary>
     /// The fewest discarded warm-up rounds in a full run: on two cores the JIT's tier-1 code for both sides (DARQ's step
-    /// path, the raw loop, FasterLog) arrives over several seconds, and a single short warm-up left the first measured
-    /// rounds on tier-0 code (the raw side ran at a quarter of its later speed in the first round). More rounds follow
-    /// until one compiles (almost) nothing (<see cref="JitWarmup"/>), up to <see cref="MaxWarmupRounds"/>.
+    /// path, the raw loop, FasterLog) arrives over several seconds, and a single short warm-up would leave the first
+    /// measured rounds on tier-0 code, several times slower. More rounds follow until one compiles (almost) nothing
+    /// (<see cref="JitWarmup"/>), up to <see cref="MaxWarmupRounds"/>.
     /// </summary>
     public const int WarmupRounds = 2;
 
@@ -66,9 +66,9 @@ public sealed class DarqStepScenario : IScenario
     public const int MaxWarmupRounds = 12;
 
     /// <summary>
-    /// Minor page faults per 1,000 steps above which a round's single-step phase counts in <c>many_fault_rounds</c>. On
-    /// the 2-core machine the phase takes either about 2.5 (the last few of its new log pages land on memory the GC gave
-    /// back) or about 12.7 (all of them do); the raw phase takes 0-1.5.
+    /// Minor page faults per 1,000 steps above which a round's single-step phase counts in <c>many_fault_rounds</c>. The
+    /// phase takes either a few (only the last of its new log pages land on memory the GC gave back) or over ten (all of
+    /// them do); the raw phase takes about one.
     /// </summary>
     public const double ManyFaultsPerKiloStep = 5;
 
@@ -93,8 +93,8 @@ public sealed class DarqStepScenario : IScenario
         // of the consume+OUT phases, still within the log's memory.
         int messages = context.Pick(300_000, 20_000);
         int outMessages = context.Pick(150_000, 20_000);
-        // Nine rounds (five until stop 20): the rounds of one run swing by up to 2x on either side on this shared machine,
-        // and a median over nine moves less between runs.
+        // Nine rounds: the rounds of one run can swing by up to 2x on either side on a shared machine, and a median over
+        // nine moves less between runs.
         int rounds = context.Pick(Rounds, 1);
         // The preloaded messages fit in the log's memory (for both logs), so steps and the raw scan read them from
         // memory: the scenario measures stepping, not reading a cold log back from disk.
@@ -183,8 +183,8 @@ public sealed class DarqStepScenario : IScenario
             .Add("message_bytes", DarqBench.MessageSize)
             .Add("many_fault_rounds", paper.Steps.Faults.Count(faults => faults > ManyFaultsPerKiloStep));
 
-        // Each measured round's own figures, so that a run's rounds can be compared without its log (docs/benchmarks.md,
-        // twelfth pass: the rounds whose step phase faulted on every new log page ran a quarter slower).
+        // Each measured round's own figures, so that a run's rounds can be compared without its log (a round whose step
+        // phase faults on every new log page runs slower than one that does not).
         results.AddSamples("round_ratios", roundRatios);
         results.AddSamples("round_steal", roundSteal);
         results.AddSamples("round_step_faults_per_kop", paper.Steps.Faults);
@@ -203,10 +203,10 @@ public sealed class DarqStepScenario : IScenario
         withOut.Steps.Add(await MeasureStepsAsync(bench, outMessages, sendOut: true, cancellationToken));
         withOut.Batched.Add(await MeasureBatchedStepsAsync(bench, outMessages, sendOut: true, cancellationToken));
 
-        // Last, so that the phases above run as they did before these two were added.
+        // Last, so that these variants of the phases above (truncating, spilled) do not change the conditions they run in.
         paper.RawTruncating.Add(await MeasureRawScanAppendAsync(bench, messages, copy: false, truncate: true));
         paper.Spilled.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, SpillBudgetFor(messages)));
-        // Last too (stop 23, when the consume-only API took over the single-step phase): the same steps through StepAsync.
+        // Last too: the consume-only steps above taken through the general StepAsync, to show what the consume-only API saves.
         paper.General.Add(await MeasureStepsAsync(bench, messages, sendOut: false, cancellationToken, generalStep: true));
     }
 

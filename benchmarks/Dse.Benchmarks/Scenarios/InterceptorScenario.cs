@@ -36,9 +36,9 @@ public sealed class InterceptorScenario : IScenario
     {
         ArgumentNullException.ThrowIfNull(context);
         var ct = context.CancellationToken;
-        var touch = context.Pick(TimeSpan.FromSeconds(2), TimeSpan.FromMilliseconds(500));
-        var warmup = context.Pick(TimeSpan.FromSeconds(1), TimeSpan.FromMilliseconds(200));
-        var window = context.Pick(TimeSpan.FromSeconds(5), TimeSpan.FromSeconds(1));
+        var touch = context.Pick(TimeSpan.FromSeconds(2), TimeSpan.FromMilliseconds(300));
+        var warmup = context.Pick(TimeSpan.FromSeconds(1), TimeSpan.FromMilliseconds(100));
+        var window = context.Pick(TimeSpan.FromSeconds(5), TimeSpan.FromMilliseconds(500));
         int rounds = context.Pick(3, 1);
 
         string root = Path.Combine(Path.GetTempPath(), "dse-bench-interceptor-" + Guid.NewGuid().ToString("N"));

@@ -22,7 +22,7 @@ public sealed class TwoPhaseCommitScenario : IScenario
     {
         ArgumentNullException.ThrowIfNull(context);
         // The paper's size and a steady state with profile-guided JIT, as the sample's --full; --quick is a smoke run.
-        var options = new TwoPhaseCommitOptions { Transactions = context.Pick(TwoPhaseCommitOptions.PaperTransactions, 500), TieredPgo = true };
+        var options = new TwoPhaseCommitOptions { Transactions = context.Pick(TwoPhaseCommitOptions.PaperTransactions, 100), TieredPgo = true };
         var run = await TwoPhaseCommitRun.RunAsync(options, context.Log, context.CancellationToken).ConfigureAwait(false);
         if (!run.Passed)
         {

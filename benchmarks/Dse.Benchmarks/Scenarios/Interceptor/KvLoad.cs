@@ -56,7 +56,7 @@ internal sealed class KvLoad : IDisposable
     /// calls/s and this process's CPU time per call (clients and server together), which other processes on a shared
     /// machine disturb far less than throughput.
     /// </summary>
-    /// <exception cref="RpcException">A call failed: the measurement is void.</exception>
+    /// <exception cref="RpcException">A call failed: the measurement is void. Thrown as soon as the other callers' calls in flight have returned.</exception>
     public async Task<(double PerSecond, double CpuMicrosecondsPerCall)> RunAsync(CallOptions options, TimeSpan warmup, TimeSpan window, CancellationToken cancellationToken)
     {
         using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
@@ -67,16 +67,28 @@ internal sealed class KvLoad : IDisposable
             workers[i] = Task.Run(() => CallerAsync(client, options, seed: i + 1, stop.Token), CancellationToken.None);
         }
 
-        double perSecond;
-        double cpuPerCall;
+        // Callers return only once stopped, so this completes early only when one fails: the run ends there, and the
+        // finally block rethrows that caller's exception.
+        var firstFailure = Task.WhenAny(workers);
+        double perSecond = double.NaN;
+        double cpuPerCall = double.NaN;
         try
         {
-            await Task.Delay(warmup, cancellationToken).ConfigureAwait(false);
+            if (await Task.WhenAny(Task.Delay(warmup, cancellationToken), firstFailure).ConfigureAwait(false) == firstFailure)
+            {
+                return (perSecond, cpuPerCall);
+            }
+
             using var process = Process.GetCurrentProcess();
             long before = Volatile.Read(ref _completed);
             var cpuBefore = process.TotalProcessorTime;
             long started = Stopwatch.GetTimestamp();
-            await Task.Delay(window, cancellationToken).ConfigureAwait(false);
+            if (await Task.WhenAny(Task.Delay(window, cancellationToken), firstFailure).ConfigureAwait(false) == firstFailure)
+            {
+                return (perSecond, cpuPerCall);
+            }
+
+            cancellationToken.ThrowIfCancellationRequested();
             long after = Volatile.Read(ref _completed);
             var elapsed = Stopwatch.GetElapsedTime(started);
             process.Refresh();
