@@ -43,6 +43,30 @@ public class SpeculativeKvTests
     }
 
     [Fact]
+    public async Task Writes_OnAStripeAnotherWriteHolds_WaitWithoutAThreadThenApplyInOrder()
+    {
+        using var h = new KvHarness();
+        await using var kv = await h.OpenAsync(new ClusterCoordinator());
+        await kv.StartLocalActionAsync();
+        var held = await kv.HoldStripeForTestAsync(B("k"));
+
+        // Each call returns at once, its write pending: a waiting write holds no thread (a blocked one here would never return).
+        var put = kv.PutAsync(B("k"), B("v"));
+        var swap = kv.CompareAndSwapAsync(B("k"), B("v"), B("w"));
+        var delete = kv.DeleteAsync(B("other"));
+        Assert.False(put.IsCompleted);
+        Assert.False(swap.IsCompleted);
+        Assert.Null(await kv.GetAsync(B("k")));
+
+        held.Dispose();
+        await put;
+        Assert.True(await swap);
+        Assert.False(await delete);
+        Assert.Equal("w", S(await kv.GetAsync(B("k"))));
+        kv.EndAction();
+    }
+
+    [Fact]
     public async Task PutGetDelete_InsideActions_VisibleAtOnce()
     {
         using var h = new KvHarness();

@@ -2,10 +2,13 @@ using System.Diagnostics.Metrics;
 
 namespace Dse.Darq.Grpc;
 
-/// <summary>The instruments of DARQ over gRPC, on the DARQ meter (<see cref="DarqInstrumentation.MeterName"/>); every name is defined here.</summary>
+/// <summary>The DARQ gRPC meter and its instruments; every name is defined here.</summary>
 public static class DarqGrpcInstrumentation
 {
-    internal static readonly Meter Meter = new(DarqInstrumentation.MeterName);
+    /// <summary>The name of the DARQ gRPC <see cref="System.Diagnostics.Metrics.Meter"/> (the package's own; the DARQ's is <see cref="DarqInstrumentation.MeterName"/>).</summary>
+    public const string MeterName = "Dse.Darq.Grpc";
+
+    internal static readonly Meter Meter = new(MeterName);
 
     /// <summary>Requests the service refused with a status (tags <c>method</c>, <c>code</c>).</summary>
     internal static readonly Counter<long> Refused = Meter.CreateCounter<long>("dse.darq.grpc.refused", "{request}", "DarqService requests refused with an error status.");

@@ -16,9 +16,11 @@ namespace Dse.Services;
 /// procedure runs alone (no other operation on this store runs meanwhile) and applies its writes all together or, if it
 /// throws, not at all. An action spanning several operations is not a transaction: other actions' writes may interleave.</para>
 /// <para>An operation normally completes synchronously; it waits only while a checkpoint is being started behind a
-/// previous one still flushing (details in docs/services.md).</para>
+/// previous one still flushing (details in docs/services.md), or while another write to a key of the same stripe is
+/// under way. Such waits are asynchronous: a waiting operation holds no thread, so the threads FASTER needs to finish
+/// a checkpoint's writes (which may run inside another operation) are never all taken by waiters.</para>
 /// </remarks>
-public sealed partial class SpeculativeKv : StateObject
+public sealed class SpeculativeKv : StateObject
 {
     private const int StripeCount = 64;
 
@@ -29,7 +31,10 @@ public sealed partial class SpeculativeKv : StateObject
     private readonly ReaderWriterLockSlim _exclusive = new(LockRecursionPolicy.NoRecursion);
 
     // Writes to a key hold its stripe, so a compare-and-swap's read and write are atomic with respect to other writes.
-    private readonly Lock[] _stripes = new Lock[StripeCount];
+    private readonly SemaphoreSlim[] _stripes = new SemaphoreSlim[StripeCount];
+
+    // The versions: FASTER checkpoints, manifests, restore and pruning.
+    private readonly KvCheckpointer _checkpoints;
 
     /// <summary>Creates the store over <see cref="SpeculativeKvOptions.Directory"/>; it opens when ConnectAsync restores.</summary>
     /// <exception cref="ArgumentException">An option is invalid; the message names it.</exception>
@@ -41,8 +46,10 @@ public sealed partial class SpeculativeKv : StateObject
         _kvOptions = kvOptions;
         for (int i = 0; i < StripeCount; i++)
         {
-            _stripes[i] = new Lock();
+            _stripes[i] = new SemaphoreSlim(1, 1);
         }
+
+        _checkpoints = new KvCheckpointer(kvOptions, Logger, Id);
     }
 
     /// <summary>Reads the value of <paramref name="key"/>, or null if absent. Call inside an action.</summary>
@@ -50,7 +57,7 @@ public sealed partial class SpeculativeKv : StateObject
     public ValueTask<byte[]?> GetAsync(ReadOnlyMemory<byte> key, CancellationToken cancellationToken = default)
     {
         ValidateKey(key.Span);
-        var barrier = Volatile.Read(ref _barrier);
+        var barrier = _checkpoints.Barrier;
         return barrier.IsCompleted ? new ValueTask<byte[]?>(Get(key.Span)) : AfterBarrierAsync(barrier, () => Get(key.Span), cancellationToken);
     }
 
@@ -60,14 +67,8 @@ public sealed partial class SpeculativeKv : StateObject
     {
         ValidateKey(key.Span);
         ValidateValue(value.Span);
-        var barrier = Volatile.Read(ref _barrier);
-        if (barrier.IsCompleted)
-        {
-            Write(key.Span, value, hasValue: true);
-            return ValueTask.CompletedTask;
-        }
-
-        return new ValueTask(AfterBarrierAsync(barrier, () => Write(key.Span, value, hasValue: true), cancellationToken).AsTask());
+        var written = WriteAsync(key, value, hasValue: true, cancellationToken);
+        return written.IsCompletedSuccessfully ? ValueTask.CompletedTask : new ValueTask(written.AsTask());
     }
 
     /// <summary>Deletes <paramref name="key"/>; returns whether it existed. Call inside an action.</summary>
@@ -75,8 +76,7 @@ public sealed partial class SpeculativeKv : StateObject
     public ValueTask<bool> DeleteAsync(ReadOnlyMemory<byte> key, CancellationToken cancellationToken = default)
     {
         ValidateKey(key.Span);
-        var barrier = Volatile.Read(ref _barrier);
-        return barrier.IsCompleted ? new ValueTask<bool>(Write(key.Span, default, hasValue: false)) : AfterBarrierAsync(barrier, () => Write(key.Span, default, hasValue: false), cancellationToken);
+        return WriteAsync(key, default, hasValue: false, cancellationToken);
     }
 
     /// <summary>
@@ -93,8 +93,21 @@ public sealed partial class SpeculativeKv : StateObject
             ValidateValue(v.Span);
         }
 
-        var barrier = Volatile.Read(ref _barrier);
-        return barrier.IsCompleted ? new ValueTask<bool>(CompareAndSwap(key.Span, expected, value)) : AfterBarrierAsync(barrier, () => CompareAndSwap(key.Span, expected, value), cancellationToken);
+        var barrier = _checkpoints.Barrier;
+        var stripe = StripeOf(key.Span);
+        if (barrier.IsCompleted && stripe.Wait(0))
+        {
+            try
+            {
+                return new ValueTask<bool>(CompareAndSwap(key.Span, expected, value));
+            }
+            finally
+            {
+                stripe.Release();
+            }
+        }
+
+        return InStripeAsync(barrier, stripe, () => CompareAndSwap(key.Span, expected, value), cancellationToken);
     }
 
     /// <summary>
@@ -129,7 +142,7 @@ public sealed partial class SpeculativeKv : StateObject
             throw new KeyNotFoundException($"SpeculativeKv {Id} has no procedure named '{name}'.");
         }
 
-        var barrier = Volatile.Read(ref _barrier);
+        var barrier = _checkpoints.Barrier;
         return barrier.IsCompleted ? new ValueTask<ReadOnlyMemory<byte>>(Run(procedure, input)) : AfterBarrierAsync(barrier, () => Run(procedure, input), cancellationToken);
     }
 
@@ -163,6 +176,44 @@ public sealed partial class SpeculativeKv : StateObject
         return operation();
     }
 
+    /// <summary>
+    /// Waits for the barrier and then the stripe, asynchronously, and runs the operation holding the stripe. Both waits
+    /// resume on the caller's context, as <see cref="AfterBarrierAsync{T}"/> does.
+    /// </summary>
+    private static async ValueTask<T> InStripeAsync<T>(Task barrier, SemaphoreSlim stripe, Func<T> operation, CancellationToken cancellationToken)
+    {
+        await barrier.WaitAsync(cancellationToken).ConfigureAwait(true);
+        await stripe.WaitAsync(cancellationToken).ConfigureAwait(true);
+        try
+        {
+            return operation();
+        }
+        finally
+        {
+            stripe.Release();
+        }
+    }
+
+    /// <summary>Puts (or, without a value, deletes) holding the key's stripe; returns whether the key existed before a delete.</summary>
+    private ValueTask<bool> WriteAsync(ReadOnlyMemory<byte> key, ReadOnlyMemory<byte> value, bool hasValue, CancellationToken cancellationToken)
+    {
+        var barrier = _checkpoints.Barrier;
+        var stripe = StripeOf(key.Span);
+        if (barrier.IsCompleted && stripe.Wait(0))
+        {
+            try
+            {
+                return new ValueTask<bool>(Write(key.Span, value, hasValue));
+            }
+            finally
+            {
+                stripe.Release();
+            }
+        }
+
+        return InStripeAsync(barrier, stripe, () => Write(key.Span, value, hasValue), cancellationToken);
+    }
+
     private byte[]? Get(ReadOnlySpan<byte> key)
     {
         var store = OpenStore;
@@ -178,7 +229,7 @@ public sealed partial class SpeculativeKv : StateObject
         }
     }
 
-    /// <summary>Puts (or, without a value, deletes); returns whether the key existed before a delete.</summary>
+    /// <summary>Puts (or, without a value, deletes); returns whether the key existed before a delete. Holding the key's stripe.</summary>
     private bool Write(ReadOnlySpan<byte> key, ReadOnlyMemory<byte> value, bool hasValue)
     {
         var store = OpenStore;
@@ -186,22 +237,19 @@ public sealed partial class SpeculativeKv : StateObject
         try
         {
             using var session = store.NewSession();
-            lock (StripeOf(key))
+            if (hasValue)
             {
-                if (hasValue)
-                {
-                    KvOperations.Upsert(session, key, value.Span);
-                    return true;
-                }
-
-                if (KvOperations.Read(session, key) is null)
-                {
-                    return false;
-                }
-
-                KvOperations.Delete(session, key);
+                KvOperations.Upsert(session, key, value.Span);
                 return true;
             }
+
+            if (KvOperations.Read(session, key) is null)
+            {
+                return false;
+            }
+
+            KvOperations.Delete(session, key);
+            return true;
         }
         finally
         {
@@ -209,6 +257,7 @@ public sealed partial class SpeculativeKv : StateObject
         }
     }
 
+    /// <summary>Compares and swaps, holding the key's stripe.</summary>
     private bool CompareAndSwap(ReadOnlySpan<byte> key, ReadOnlyMemory<byte>? expected, ReadOnlyMemory<byte>? value)
     {
         var store = OpenStore;
@@ -216,26 +265,23 @@ public sealed partial class SpeculativeKv : StateObject
         try
         {
             using var session = store.NewSession();
-            lock (StripeOf(key))
+            var current = KvOperations.Read(session, key);
+            bool matches = expected is { } e ? current is not null && e.Span.SequenceEqual(current) : current is null;
+            if (!matches)
             {
-                var current = KvOperations.Read(session, key);
-                bool matches = expected is { } e ? current is not null && e.Span.SequenceEqual(current) : current is null;
-                if (!matches)
-                {
-                    return false;
-                }
-
-                if (value is { } v)
-                {
-                    KvOperations.Upsert(session, key, v.Span);
-                }
-                else if (current is not null)
-                {
-                    KvOperations.Delete(session, key);
-                }
-
-                return true;
+                return false;
             }
+
+            if (value is { } v)
+            {
+                KvOperations.Upsert(session, key, v.Span);
+            }
+            else if (current is not null)
+            {
+                KvOperations.Delete(session, key);
+            }
+
+            return true;
         }
         finally
         {
@@ -271,5 +317,62 @@ public sealed partial class SpeculativeKv : StateObject
         }
     }
 
-    private Lock StripeOf(ReadOnlySpan<byte> key) => _stripes[(int)(XxHash3.HashToUInt64(key) % StripeCount)];
+    /// <summary>Takes the stripe of <paramref name="key"/> as a write does and holds it until disposed; for tests.</summary>
+    internal async ValueTask<IDisposable> HoldStripeForTestAsync(ReadOnlyMemory<byte> key)
+    {
+        var stripe = StripeOf(key.Span);
+        await stripe.WaitAsync().ConfigureAwait(false);
+        return new StripeHold(stripe);
+    }
+
+    private SemaphoreSlim StripeOf(ReadOnlySpan<byte> key) => _stripes[(int)(XxHash3.HashToUInt64(key) % StripeCount)];
+
+    private KvStore OpenStore => _checkpoints.OpenStore;
+
+    /// <inheritdoc />
+    /// <remarks>
+    /// Starts a fold-over checkpoint and returns once FASTER has moved to its next version (at once when no checkpoint is
+    /// running). If the previous checkpoint is still flushing, this version joins a queued one and operations wait until
+    /// it starts: until then the state cannot change, so versions persisted meanwhile share it.
+    /// </remarks>
+    protected override void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion) => _checkpoints.Persist(version, metadata, completion);
+
+    /// <inheritdoc />
+    /// <remarks>Waits for running checkpoints, deletes the later manifests, then reopens FASTER from the version's checkpoint.</remarks>
+    protected override ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken) => _checkpoints.RestoreAsync(version, cancellationToken);
+
+    /// <inheritdoc />
+    /// <remarks>Deletes the manifests and the checkpoints no remaining version needs.</remarks>
+    protected override void Prune(long version) => _checkpoints.Prune(version);
+
+    /// <inheritdoc />
+    protected override ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken) => _checkpoints.ListVersionsAsync();
+
+    /// <inheritdoc />
+    protected override async ValueTask DisposeAsyncCore()
+    {
+        await base.DisposeAsyncCore().ConfigureAwait(false);
+
+        // FASTER must not be disposed under a running checkpoint; failures were reported to the completions already.
+        await _checkpoints.DisposeAsync().ConfigureAwait(false);
+        _exclusive.Dispose();
+        foreach (var stripe in _stripes)
+        {
+            stripe.Dispose();
+        }
+    }
+
+    /// <summary>A held stripe, released once.</summary>
+    private sealed class StripeHold(SemaphoreSlim stripe) : IDisposable
+    {
+        private int _released;
+
+        public void Dispose()
+        {
+            if (Interlocked.Exchange(ref _released, 1) == 0)
+            {
+                stripe.Release();
+            }
+        }
+    }
 }

@@ -2,8 +2,8 @@ using Microsoft.Extensions.Logging;
 
 namespace Dse.Services;
 
-/// <summary>Log events of the speculative services (event ids 5000-5099).</summary>
-internal static partial class ServicesLog
+/// <summary>Log events of the speculative services (event ids 6000-6099).</summary>
+internal static partial class ServicesLogMessages
 {
     [LoggerMessage(EventId = 6000, Level = LogLevel.Information, Message = "SpeculativeLog {ObjectId} restored version {Version}: dropped addresses {DropFrom} to {DropUntil}")]
     public static partial void LogRolledBack(ILogger logger, long objectId, long version, long dropFrom, long dropUntil);

@@ -1,8 +1,22 @@
+using Microsoft.Extensions.Logging;
+
 namespace Dse.Services;
 
-/// <summary>Persist, restore, prune and listing: one FASTER checkpoint and one manifest per version.</summary>
-public sealed partial class SpeculativeKv
+/// <summary>
+/// The versions of a <see cref="SpeculativeKv"/>: one FASTER fold-over checkpoint and one manifest per persisted
+/// version (versions persisted while a checkpoint is queued share the next one), restore by reopening FASTER from a
+/// version's checkpoint, and pruning of the manifests and checkpoints no remaining version needs.
+/// </summary>
+/// <remarks>
+/// Invariant: <see cref="_open"/> is the one queued checkpoint (or null), <see cref="_barrier"/> completes once it has
+/// started, and every checkpoint starts only after the previous one finished (<see cref="_chain"/>).
+/// </remarks>
+internal sealed class KvCheckpointer
 {
+    private readonly SpeculativeKvOptions _options;
+    private readonly ILogger _logger;
+    private readonly long _id;
+
     // Guards _open, _barrier, _chain and _manifests.
     private readonly Lock _checkpointLock = new();
 
@@ -25,15 +39,26 @@ public sealed partial class SpeculativeKv
     private Guid _indexToken;
     private int _sinceIndex;
 
-    private KvStore OpenStore => Volatile.Read(ref _store) ?? throw new InvalidOperationException($"SpeculativeKv {Id} is not open; call ConnectAsync first.");
+    public KvCheckpointer(SpeculativeKvOptions options, ILogger logger, long id)
+    {
+        _options = options;
+        _logger = logger;
+        _id = id;
+    }
 
-    /// <inheritdoc />
-    /// <remarks>
+    /// <summary>The open store.</summary>
+    /// <exception cref="InvalidOperationException">The store is not open yet (before ConnectAsync restores it).</exception>
+    public KvStore OpenStore => Volatile.Read(ref _store) ?? throw new InvalidOperationException($"SpeculativeKv {_id} is not open; call ConnectAsync first.");
+
+    /// <summary>Completes once no checkpoint is queued: operations wait for it (the state must not change before a queued checkpoint starts).</summary>
+    public Task Barrier => Volatile.Read(ref _barrier);
+
+    /// <summary>
     /// Starts a fold-over checkpoint and returns once FASTER has moved to its next version (at once when no checkpoint is
     /// running: no session is open then). If the previous checkpoint is still flushing, this version joins a queued one
     /// and operations wait until it starts: until then the state cannot change, so versions persisted meanwhile share it.
-    /// </remarks>
-    protected override void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
+    /// </summary>
+    public void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
     {
         Capture capture;
         Task previous;
@@ -56,9 +81,8 @@ public sealed partial class SpeculativeKv
         _chain = CheckpointAsync(previous, capture);
     }
 
-    /// <inheritdoc />
-    /// <remarks>Waits for running checkpoints, deletes the later manifests, then reopens FASTER from the version's checkpoint.</remarks>
-    protected override async ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken)
+    /// <summary>Waits for running checkpoints, deletes the later manifests, then reopens FASTER from the version's checkpoint.</summary>
+    public async ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken)
     {
         Task chain;
         lock (_checkpointLock)
@@ -74,7 +98,7 @@ public sealed partial class SpeculativeKv
             var manifests = LoadManifests();
             if (version != 0 && !manifests.TryGetValue(version, out kept))
             {
-                throw new InvalidOperationException($"SpeculativeKv {Id}: cannot restore version {version}; the store holds versions {string.Join(", ", manifests.Keys)}.");
+                throw new InvalidOperationException($"SpeculativeKv {_id}: cannot restore version {version}; the store holds versions {string.Join(", ", manifests.Keys)}.");
             }
 
             while (manifests.Count > 0 && manifests.Keys[^1] > version)
@@ -87,17 +111,17 @@ public sealed partial class SpeculativeKv
         // Durably forget the later versions before anything else.
         foreach (var m in dropped)
         {
-            KvManifest.Delete(_kvOptions.Directory!, m.Version);
+            KvManifest.Delete(_options.Directory!, m.Version);
         }
 
         var old = Interlocked.Exchange(ref _store, null);
         old?.Dispose();
         if (kept is null)
         {
-            KvStore.DeleteLog(_kvOptions);
+            KvStore.DeleteLog(_options);
         }
 
-        _store = await KvStore.OpenAsync(_kvOptions, kept?.IndexToken ?? Guid.Empty, kept?.LogToken ?? Guid.Empty, cancellationToken).ConfigureAwait(false);
+        _store = await KvStore.OpenAsync(_options, kept?.IndexToken ?? Guid.Empty, kept?.LogToken ?? Guid.Empty, cancellationToken).ConfigureAwait(false);
         lock (_checkpointLock)
         {
             // The new lineage gets its own index checkpoint.
@@ -107,13 +131,12 @@ public sealed partial class SpeculativeKv
 
         PurgeUnreferenced(_store, dropped, version);
 
-        ServicesLog.KvRestored(Logger, Id, version, kept?.LogToken ?? Guid.Empty);
+        ServicesLogMessages.KvRestored(_logger, _id, version, kept?.LogToken ?? Guid.Empty);
         return kept?.Metadata ?? ReadOnlyMemory<byte>.Empty;
     }
 
-    /// <inheritdoc />
-    /// <remarks>Deletes the manifests and the checkpoints no remaining version needs.</remarks>
-    protected override void Prune(long version)
+    /// <summary>Deletes the manifests and the checkpoints no remaining version needs.</summary>
+    public void Prune(long version)
     {
         var store = Volatile.Read(ref _store);
         var pruned = new List<KvManifest>();
@@ -131,7 +154,7 @@ public sealed partial class SpeculativeKv
         {
             foreach (var m in pruned)
             {
-                KvManifest.Delete(_kvOptions.Directory!, m.Version);
+                KvManifest.Delete(_options.Directory!, m.Version);
             }
 
             if (store is not null)
@@ -142,12 +165,12 @@ public sealed partial class SpeculativeKv
         catch (IOException e)
         {
             // Pruning only reclaims space; what is left is deleted by a later prune or ignored.
-            ServicesLog.KvPruneFailed(Logger, Id, version, e);
+            ServicesLogMessages.KvPruneFailed(_logger, _id, version, e);
         }
     }
 
-    /// <inheritdoc />
-    protected override ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken)
+    /// <summary>The durable versions.</summary>
+    public ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync()
     {
         lock (_checkpointLock)
         {
@@ -162,10 +185,9 @@ public sealed partial class SpeculativeKv
         }
     }
 
-    /// <inheritdoc />
-    protected override async ValueTask DisposeAsyncCore()
+    /// <summary>Waits for the running checkpoints, then closes the store.</summary>
+    public async ValueTask DisposeAsync()
     {
-        await base.DisposeAsyncCore().ConfigureAwait(false);
         Task chain;
         lock (_checkpointLock)
         {
@@ -175,7 +197,6 @@ public sealed partial class SpeculativeKv
         // FASTER must not be disposed under a running checkpoint; failures were reported to the completions already.
         await chain.ConfigureAwait(false);
         Interlocked.Exchange(ref _store, null)?.Dispose();
-        _exclusive.Dispose();
     }
 
     private async Task CheckpointAsync(Task previous, Capture capture)
@@ -187,7 +208,7 @@ public sealed partial class SpeculativeKv
             bool withIndex;
             lock (_checkpointLock)
             {
-                withIndex = _indexToken == Guid.Empty || _sinceIndex + 1 >= _kvOptions.IndexCheckpointInterval;
+                withIndex = _indexToken == Guid.Empty || _sinceIndex + 1 >= _options.IndexCheckpointInterval;
             }
 
             var (token, shifted) = store.StartCheckpoint(withIndex);
@@ -219,7 +240,7 @@ public sealed partial class SpeculativeKv
             foreach (var (version, metadata, _) in capture.Versions)
             {
                 var manifest = new KvManifest(version, indexToken, token, metadata);
-                manifest.Write(_kvOptions.Directory!);
+                manifest.Write(_options.Directory!);
                 lock (_checkpointLock)
                 {
                     LoadManifests()[version] = manifest;
@@ -241,7 +262,7 @@ public sealed partial class SpeculativeKv
                 }
             }
 
-            ServicesLog.KvCheckpointFailed(Logger, Id, capture.Versions[0].Version, capture.Versions[^1].Version, e);
+            ServicesLogMessages.KvCheckpointFailed(_logger, _id, capture.Versions[0].Version, capture.Versions[^1].Version, e);
             capture.Started.TrySetException(e);
             foreach (var (_, _, completion) in capture.Versions)
             {
@@ -251,7 +272,7 @@ public sealed partial class SpeculativeKv
     }
 
     /// <summary>The durable manifests, read from disk once. Under _checkpointLock (or before any concurrency).</summary>
-    private SortedList<long, KvManifest> LoadManifests() => _manifests ??= KvManifest.ReadAll(_kvOptions.Directory!);
+    private SortedList<long, KvManifest> LoadManifests() => _manifests ??= KvManifest.ReadAll(_options.Directory!);
 
     /// <summary>Deletes the checkpoints of <paramref name="removed"/> that no remaining manifest and no future checkpoint needs.</summary>
     private void PurgeUnreferenced(KvStore store, List<KvManifest> removed, long version)
@@ -282,7 +303,7 @@ public sealed partial class SpeculativeKv
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
-            ServicesLog.KvPruneFailed(Logger, Id, version, e);
+            ServicesLogMessages.KvPruneFailed(_logger, _id, version, e);
         }
     }
 
