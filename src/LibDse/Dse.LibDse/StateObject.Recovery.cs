@@ -95,7 +95,7 @@ public abstract partial class StateObject
             _lastHeartbeatTimestamp = _lastAdvanceTimestamp;
             _syncedIncarnation = response.State.Incarnation;
             _coordinator = coordinator;
-            DseLog.Connected(_logger, Id, response.RestoreVersion, response.WorldLine, response.IsRestart);
+            DseLogMessages.Connected(_logger, Id, response.RestoreVersion, response.WorldLine, response.IsRestart);
         }
         finally
         {
@@ -332,12 +332,12 @@ public abstract partial class StateObject
         if (restored)
         {
             DseTelemetry.Rollbacks.Add(1);
-            DseLog.RolledBack(_logger, Id, keptThrough, decision.WorldLine);
+            DseLogMessages.RolledBack(_logger, Id, keptThrough, decision.WorldLine);
         }
         else
         {
             DseTelemetry.RollbacksSkipped.Add(1);
-            DseLog.RollbackSkipped(_logger, Id, decision.WorldLine);
+            DseLogMessages.RollbackSkipped(_logger, Id, decision.WorldLine);
         }
 
         // Delivers the acknowledgement, then the kept versions; a coordinator outage is retried on the next flush.

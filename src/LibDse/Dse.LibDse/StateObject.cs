@@ -408,7 +408,7 @@ public abstract partial class StateObject : IAsyncDisposable
     {
         if (Interlocked.CompareExchange(ref _fault, error, null) is null)
         {
-            DseLog.Faulted(_logger, Id, error);
+            DseLogMessages.Faulted(_logger, Id, error);
             Volatile.Read(ref _viewChanged).TrySetResult();
         }
     }
@@ -641,13 +641,13 @@ public abstract partial class StateObject : IAsyncDisposable
         long last = Volatile.Read(ref _lastUnavailableLog);
         if (last != 0 && time.GetElapsedTime(last, now) < UnavailableLogInterval)
         {
-            DseLog.CoordinatorStillUnavailable(_logger, Id, exception.Message);
+            DseLogMessages.CoordinatorStillUnavailable(_logger, Id, exception.Message);
             return;
         }
 
         if (Interlocked.CompareExchange(ref _lastUnavailableLog, now, last) == last)
         {
-            DseLog.CoordinatorUnavailable(_logger, Id, exception);
+            DseLogMessages.CoordinatorUnavailable(_logger, Id, exception);
         }
     }
 
@@ -721,7 +721,7 @@ public abstract partial class StateObject : IAsyncDisposable
                     continue;
                 }
 
-                DseLog.ReportOutcome(_logger, Id, next.Version, outcome);
+                DseLogMessages.ReportOutcome(_logger, Id, next.Version, outcome);
                 lock (_book)
                 {
                     next.Reported = true;
@@ -760,7 +760,7 @@ public abstract partial class StateObject : IAsyncDisposable
 
         Volatile.Write(ref _syncedIncarnation, Math.Max(view.Incarnation, state.Incarnation));
         PublishView(state);
-        DseLog.Resynced(_logger, Id, state.Incarnation, durable.Count);
+        DseLogMessages.Resynced(_logger, Id, state.Incarnation, durable.Count);
     }
 
     private enum AdvanceReason

@@ -54,7 +54,7 @@ public sealed partial class SnapshotLog
                         throw Corrupt(address, $"record (sequence {sequence}, key {header.Key}) {tear}, yet a valid record follows at address {next}");
                     }
 
-                    StorageLog.SnapshotLogTornTail(_logger, _device.FileName, address, sequence, tear);
+                    StorageLogMessages.SnapshotLogTornTail(_logger, _device.FileName, address, sequence, tear);
                     break;
                 }
 
@@ -85,7 +85,7 @@ public sealed partial class SnapshotLog
         _records = records.ToImmutable();
         _nextSequence = sequence;
         _tailAddress = address;
-        StorageLog.SnapshotLogRecovered(_logger, _device.FileName, _records.Count, sequence, address);
+        StorageLogMessages.SnapshotLogRecovered(_logger, _device.FileName, _records.Count, sequence, address);
     }
 
     /// <summary>Reads the sector at <paramref name="address"/> into <paramref name="buffer"/> and classifies it.</summary>

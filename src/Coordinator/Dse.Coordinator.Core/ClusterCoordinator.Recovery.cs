@@ -45,7 +45,7 @@ public sealed partial class ClusterCoordinator
                 coordinator.Publish();
             }
 
-            CoordinatorLog.Started(coordinator._logger, lastIncarnation + 1, coordinator._members.Count, coordinator._worldLine, coordinator._awaiting?.Count ?? 0);
+            ClusterCoordinatorLogMessages.Started(coordinator._logger, lastIncarnation + 1, coordinator._members.Count, coordinator._worldLine, coordinator._awaiting?.Count ?? 0);
             return coordinator;
         }
         catch
@@ -189,7 +189,7 @@ public sealed partial class ClusterCoordinator
                     Publish();
                 }
 
-                CoordinatorLog.Resynced(_logger, id, request.DurableVersions.Count, request.WorldLine, _awaiting?.Count ?? 0);
+                ClusterCoordinatorLogMessages.Resynced(_logger, id, request.DurableVersions.Count, request.WorldLine, _awaiting?.Count ?? 0);
             }
 
             if (endRecovery)
@@ -231,7 +231,7 @@ public sealed partial class ClusterCoordinator
             // The caller waits for a state after this one. If its answer ends recovery, the end itself is that change:
             // a state captured after it could be the last one for a while (an idle cluster) and the caller would hang.
             answered = _state;
-            CoordinatorLog.AnsweredByConnect(_logger, id, request.PersistedVersions.Count, _awaiting.Count);
+            ClusterCoordinatorLogMessages.AnsweredByConnect(_logger, id, request.PersistedVersions.Count, _awaiting.Count);
         }
 
         if (endRecovery)
@@ -271,7 +271,7 @@ public sealed partial class ClusterCoordinator
 
             _graph.AdvanceCommitted();
             Publish();
-            CoordinatorLog.RecoveryCompleted(_logger, _incarnation, _worldLine);
+            ClusterCoordinatorLogMessages.RecoveryCompleted(_logger, _incarnation, _worldLine);
         }
     }
 
@@ -385,7 +385,7 @@ public sealed partial class ClusterCoordinator
             member.Removed = true;
             member.RemovedBecause = $"{because}; removed at world-line {decision.WorldLine}";
             CommitDecision(decision);
-            CoordinatorLog.ParticipantRemoved(_logger, id, because, decision.WorldLine, decision);
+            ClusterCoordinatorLogMessages.ParticipantRemoved(_logger, id, because, decision.WorldLine, decision);
         }
     }
 
@@ -407,7 +407,7 @@ public sealed partial class ClusterCoordinator
         }
         catch (Exception ex)
         {
-            CoordinatorLog.SweepFailed(_logger, ex);
+            ClusterCoordinatorLogMessages.SweepFailed(_logger, ex);
         }
     }
 
@@ -529,7 +529,7 @@ public sealed partial class ClusterCoordinator
             Publish();
             foreach (var (id, (_, waiter)) in _coldStartJoined)
             {
-                CoordinatorLog.Registered(_logger, id, cut[id], _worldLine);
+                ClusterCoordinatorLogMessages.Registered(_logger, id, cut[id], _worldLine);
                 waiter.TrySetResult(new ConnectResponse(_worldLine, cut[id], false, _state));
             }
 

@@ -226,7 +226,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
             }
 
             Publish();
-            CoordinatorLog.Registered(_logger, id, restore, _worldLine);
+            ClusterCoordinatorLogMessages.Registered(_logger, id, restore, _worldLine);
             return new ConnectResponse(_worldLine, restore, false, _state);
         }
     }
@@ -259,10 +259,10 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
             CommitDecision(decision);
             if (wasRemoved)
             {
-                CoordinatorLog.Rejoined(_logger, id);
+                ClusterCoordinatorLogMessages.Rejoined(_logger, id);
             }
 
-            CoordinatorLog.RollbackDecided(_logger, id, decision.WorldLine, decision.CutFor(id), decision);
+            ClusterCoordinatorLogMessages.RollbackDecided(_logger, id, decision.WorldLine, decision.CutFor(id), decision);
             return new ConnectResponse(_worldLine, decision.CutFor(id), true, _state);
         }
     }
@@ -282,7 +282,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         {
             var error = new DseCoordinatorException(CoordinatorErrorCode.Unavailable, $"The coordinator could not apply the durable decision of world-line {decision.WorldLine}; it stopped serving and must be restarted.", ex);
             StopServing(ex, error);
-            CoordinatorLog.Faulted(_logger, ex);
+            ClusterCoordinatorLogMessages.Faulted(_logger, ex);
             throw error;
         }
     }
@@ -598,7 +598,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
                 StopServing(ex, new DseCoordinatorException(CoordinatorErrorCode.Unavailable, "The coordinator stopped serving because its journal failed; restart it.", ex));
             }
 
-            CoordinatorLog.Faulted(_logger, ex);
+            ClusterCoordinatorLogMessages.Faulted(_logger, ex);
             throw new DseCoordinatorException(CoordinatorErrorCode.Unavailable, $"The coordinator could not make a cluster change durable ({entry.GetType().Name}); it stopped serving and must be restarted.", ex);
         }
     }
