@@ -16,14 +16,13 @@ namespace Dse;
 /// <para>A journaled coordinator that restarts recovers membership and decisions from its journal and then waits for
 /// every registered participant to answer (<see cref="IDseCoordinator.ResyncAsync"/> or a connect) before it makes a
 /// decision or moves the boundary past the floors the participants report.</para>
-/// <para>This class serves the steady state and publishes the cluster state; its collaborators own the rest of the
-/// state, all guarded by one lock (<see cref="Sync"/>): <see cref="ClusterMembers"/> (membership and liveness),
-/// <see cref="DecisionHistory"/> (retained decisions, world-line), <see cref="DependencyGraph"/> (the view and the
-/// boundary), <see cref="CoordinatorRecovery"/> (recovery after a restart) and <see cref="ColdStart"/> (a
-/// whole-cluster restart).</para>
 /// </remarks>
 public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
 {
+    // This class serves the steady state and publishes the cluster state; its collaborators own the rest of the state,
+    // all guarded by one lock (Sync): ClusterMembers (membership and liveness), DecisionHistory (retained decisions,
+    // world-line), DependencyGraph (the view and the boundary), CoordinatorRecovery (recovery after a restart) and
+    // ColdStart (a whole-cluster restart).
     private readonly Lock _lock = new();
     private readonly ILogger _logger;
     private readonly IClusterJournal? _journal;
