@@ -1,28 +1,27 @@
-using System.Buffers;
 using Azure;
 using Azure.Storage.Blobs;
 using Azure.Storage.Blobs.Models;
 using Azure.Storage.Blobs.Specialized;
 using Microsoft.Extensions.Logging;
-using Microsoft.Extensions.Logging.Abstractions;
 
 namespace Dse.Coordinator;
 
 /// <summary>
 /// A coordinator log in an Azure append blob: the records of docs/coordinator-log-format.md, one append block per
-/// record, each append acknowledged by the service (durable) before it returns.
+/// record, each append acknowledged by the service (durable) before it returns. The framing, recovery scan and append
+/// bookkeeping are <see cref="FramedCoordinatorLog"/>'s; this class owns the blob and its lease.
 /// </summary>
 /// <remarks>
-/// <para>Fencing is a blob lease. <see cref="OpenAsync"/> acquires an infinite lease under a lease id of its own; if
+/// <para>Fencing is a blob lease. <see cref="FramedCoordinatorLog.OpenAsync"/> acquires an infinite lease under a lease id of its own; if
 /// another incarnation (live or crashed) holds one, it breaks it with a zero break period and acquires again, and if
 /// someone else acquired in between it lost the race and throws <see cref="CoordinatorLogFencedException"/>. Recovery
 /// reads the blob under the new lease, so it sees every append the old holder made. Every append carries the lease id
 /// and the expected append position as conditions: once a newer incarnation has taken the lease, an older one's append
 /// fails with 412 and becomes <see cref="CoordinatorLogFencedException"/>, and no writer can ever append at a position
-/// it did not recover. The newest opener wins; <see cref="DisposeAsync"/> releases the lease.</para>
+/// it did not recover. The newest opener wins; <see cref="FramedCoordinatorLog.DisposeAsync"/> releases the lease.</para>
 /// <para>An append blob holds at most 50,000 blocks, so at most 50,000 records; opening warns when it gets close.</para>
 /// </remarks>
-public sealed class BlobCoordinatorLog : ICoordinatorLog
+public sealed class BlobCoordinatorLog : FramedCoordinatorLog
 {
     /// <summary>Opening warns at this many committed blocks (records) of the 50,000 an append blob can hold.</summary>
     private const int BlockCountWarning = 40_000;
@@ -30,135 +29,111 @@ public sealed class BlobCoordinatorLog : ICoordinatorLog
     private readonly BlobContainerClient _container;
     private readonly AppendBlobClient _blob;
     private readonly BlobLeaseClient _lease;
-    private readonly ILogger _logger;
 
-    /// <summary>Serializes open, appends and dispose; guards every field below.</summary>
-    private readonly SemaphoreSlim _gate = new(1, 1);
-
-    /// <summary>The blob's length: where the next record must go. Valid once opened.</summary>
-    private long _appendPosition;
-
-    /// <summary>Whether this instance holds the lease (as far as it knows: a newer incarnation may have broken it).</summary>
+    // Guarded by the base's gate. Whether this instance holds the lease (as far as it knows: a newer incarnation may
+    // have broken it), and whether it learnt that a newer incarnation took over.
     private bool _leaseHeld;
-
-    private bool _openCalled;
     private bool _fenced;
-    private bool _disposed;
 
-    /// <summary>The failure with an unknown outcome that faulted this instance; appends are refused once set.</summary>
-    private Exception? _fault;
-
-    private long _durableAppends;
-
-    /// <summary>Creates a log over the append blob <paramref name="blobName"/>; nothing is touched until <see cref="OpenAsync"/>.</summary>
-    /// <param name="container">The container; <see cref="OpenAsync"/> creates it when missing.</param>
-    /// <param name="blobName">The append blob; <see cref="OpenAsync"/> creates it when missing.</param>
+    /// <summary>Creates a log over the append blob <paramref name="blobName"/>; nothing is touched until <see cref="FramedCoordinatorLog.OpenAsync"/>.</summary>
+    /// <param name="container">The container; <see cref="FramedCoordinatorLog.OpenAsync"/> creates it when missing.</param>
+    /// <param name="blobName">The append blob; <see cref="FramedCoordinatorLog.OpenAsync"/> creates it when missing.</param>
     /// <param name="logger">Receives recovery, fencing and failure messages.</param>
     public BlobCoordinatorLog(BlobContainerClient container, string blobName, ILogger? logger = null)
+        : base(Describe(container, blobName), logger)
     {
-        ArgumentNullException.ThrowIfNull(container);
-        ArgumentException.ThrowIfNullOrWhiteSpace(blobName);
         _container = container;
         _blob = container.GetAppendBlobClient(blobName);
         _lease = _blob.GetBlobLeaseClient(Guid.NewGuid().ToString());
-        _logger = logger ?? NullLogger.Instance;
-
-        // Names only: the container's URI may carry a SAS token.
-        Description = $"append blob '{container.AccountName}/{container.Name}/{blobName}'";
     }
-
-    /// <inheritdoc />
-    public string Description { get; }
-
-    /// <inheritdoc />
-    public long DurableAppends => Interlocked.Read(ref _durableAppends);
 
     /// <summary>The lease id this instance acquires and passes with every append.</summary>
     public string LeaseId => _lease.LeaseId;
 
-    /// <inheritdoc />
+    /// <summary>Appends to an append blob are atomic: invalid bytes at its end are damage, never an interrupted append.</summary>
+    private protected override bool TornTailPossible => false;
+
+    /// <summary>Creates what is missing, takes the lease (breaking an older incarnation's) and downloads the blob under it.</summary>
     /// <exception cref="CoordinatorLogFencedException">Another incarnation took the lease while this one was opening.</exception>
-    public async Task<IReadOnlyList<ReadOnlyMemory<byte>>> OpenAsync(CancellationToken cancellationToken = default)
+    private protected override async Task<ReadOnlyMemory<byte>> FenceAndReadAsync(CancellationToken cancellationToken)
     {
-        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        await CreateContainerIfMissingAsync(cancellationToken).ConfigureAwait(false);
+        await CreateBlobIfMissingAsync(cancellationToken).ConfigureAwait(false);
+        await AcquireLeaseAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            ObjectDisposedException.ThrowIf(_disposed, this);
-            if (_openCalled)
-            {
-                throw new InvalidOperationException($"Coordinator log {Description} was already opened; create a new instance to reopen it.");
-            }
-
-            _openCalled = true;
-            await CreateContainerIfMissingAsync(cancellationToken).ConfigureAwait(false);
-            await CreateBlobIfMissingAsync(cancellationToken).ConfigureAwait(false);
-            await AcquireLeaseAsync(cancellationToken).ConfigureAwait(false);
-            try
-            {
-                return await RecoverAsync(cancellationToken).ConfigureAwait(false);
-            }
-            catch (Exception ex) when (ex is not CoordinatorLogFencedException)
-            {
-                // Do not leave a lease behind for a log this instance will never use.
-                await ReleaseLeaseAsync().ConfigureAwait(false);
-                throw;
-            }
+            return await DownloadAsync(cancellationToken).ConfigureAwait(false);
         }
-        finally
+        catch (Exception ex) when (ex is not CoordinatorLogFencedException)
         {
-            _gate.Release();
+            // Do not leave a lease behind for a log this instance will never use.
+            await ReleaseLeaseAsync().ConfigureAwait(false);
+            throw;
         }
     }
 
-    /// <inheritdoc />
-    public async Task AppendAsync(ReadOnlyMemory<byte> record, CancellationToken cancellationToken = default)
+    private protected override void TruncateTornTail(long validLength) =>
+        throw new InvalidOperationException($"Coordinator log {Description} cannot have a torn tail: append blob appends are atomic.");
+
+    /// <summary>Releases the lease of a log this instance will never use.</summary>
+    private protected override async ValueTask AbandonOpenAsync() => await ReleaseLeaseAsync().ConfigureAwait(false);
+
+    /// <summary>One append block, conditioned on the lease and on the append position <paramref name="offset"/>.</summary>
+    private protected override async Task AppendFrameAsync(byte[] frame, int frameLength, long offset)
     {
-        CoordinatorLogFormat.ValidateRecord(record, nameof(record));
-        int frameLength = CoordinatorLogFormat.HeaderSize + record.Length;
-        byte[] frame = ArrayPool<byte>.Shared.Rent(frameLength);
+        var options = new AppendBlobAppendBlockOptions
+        {
+            Conditions = new AppendBlobRequestConditions { LeaseId = _lease.LeaseId, IfAppendPositionEqual = offset },
+        };
         try
         {
-            CoordinatorLogFormat.WriteFrame(record.Span, frame.AsSpan(0, frameLength));
-            await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
-            try
-            {
-                ThrowIfCannotAppend();
-                await AppendFrameAsync(frame, frameLength).ConfigureAwait(false);
-                _appendPosition += frameLength;
-                Interlocked.Increment(ref _durableAppends);
-            }
-            finally
-            {
-                _gate.Release();
-            }
+            using var content = new MemoryStream(frame, 0, frameLength, writable: false);
+
+            // Not cancellable: a cancelled request may still have been applied, which would leave the outcome unknown.
+            await _blob.AppendBlockAsync(content, options, CancellationToken.None).ConfigureAwait(false);
         }
-        finally
+        catch (RequestFailedException ex) when (ex.ErrorCode == BlobErrorCode.AppendPositionConditionNotMet)
         {
-            ArrayPool<byte>.Shared.Return(frame);
+            // Either the client retried a request the service had applied (our record is already there), or the
+            // blob changed under us, which only another writer can do.
+            if (!await IsOwnRecordAtPositionAsync(frame, frameLength, offset).ConfigureAwait(false))
+            {
+                throw Fence($"Coordinator log {Description} changed under this coordinator (expected to append at offset {offset}).", ex);
+            }
+
+            CoordinatorLogMessages.RetriedAppendConfirmed(Logger, Description, offset);
+        }
+        catch (RequestFailedException ex) when (ex.Status == 412)
+        {
+            throw Fence($"Coordinator log {Description} was taken over by a newer coordinator incarnation; this one may not append.", ex);
         }
     }
 
-    /// <summary>Releases the lease (unless fenced) after any append in progress; never throws for a storage error.</summary>
-    public async ValueTask DisposeAsync()
+    private protected override void ThrowIfFenced()
     {
-        await _gate.WaitAsync().ConfigureAwait(false);
-        try
+        if (_fenced)
         {
-            if (_disposed)
-            {
-                return;
-            }
+            throw new CoordinatorLogFencedException(
+                $"Coordinator log {Description} was taken over by a newer coordinator incarnation; this one may not append.");
+        }
+    }
 
-            _disposed = true;
-            if (_leaseHeld && !_fenced)
-            {
-                await ReleaseLeaseAsync().ConfigureAwait(false);
-            }
-        }
-        finally
+    /// <summary>Releases the lease unless fenced; never throws for a storage error.</summary>
+    private protected override async ValueTask ReleaseAsync()
+    {
+        if (_leaseHeld && !_fenced)
         {
-            _gate.Release();
+            await ReleaseLeaseAsync().ConfigureAwait(false);
         }
+    }
+
+    private static string Describe(BlobContainerClient container, string blobName)
+    {
+        ArgumentNullException.ThrowIfNull(container);
+        ArgumentException.ThrowIfNullOrWhiteSpace(blobName);
+
+        // Names only: the container's URI may carry a SAS token.
+        return $"append blob '{container.AccountName}/{container.Name}/{blobName}'";
     }
 
     /// <summary>Whether the service refused an acquire because someone else holds (or is breaking) a lease.</summary>
@@ -207,7 +182,7 @@ public sealed class BlobCoordinatorLog : ICoordinatorLog
         try
         {
             await _lease.BreakAsync(TimeSpan.Zero, cancellationToken: cancellationToken).ConfigureAwait(false);
-            CoordinatorLogMessages.LeaseBroken(_logger, Description);
+            CoordinatorLogMessages.LeaseBroken(Logger, Description);
         }
         catch (RequestFailedException ex) when (ex.ErrorCode == BlobErrorCode.LeaseNotPresentWithLeaseOperation)
         {
@@ -226,7 +201,8 @@ public sealed class BlobCoordinatorLog : ICoordinatorLog
         }
     }
 
-    private async Task<IReadOnlyList<ReadOnlyMemory<byte>>> RecoverAsync(CancellationToken cancellationToken)
+    /// <summary>Downloads the whole blob under the lease, which the open just took.</summary>
+    private async Task<ReadOnlyMemory<byte>> DownloadAsync(CancellationToken cancellationToken)
     {
         BlobDownloadResult download;
         try
@@ -245,68 +221,27 @@ public sealed class BlobCoordinatorLog : ICoordinatorLog
             throw new InvalidDataException($"Coordinator log {Description} is a {download.Details.BlobType} blob, not an append blob.");
         }
 
-        var image = download.Content.ToMemory();
-        var scan = CoordinatorLogFormat.Scan(image, Description, tolerateTornTail: false);
-        _appendPosition = image.Length;
         if (download.Details.BlobCommittedBlockCount >= BlockCountWarning)
         {
-            CoordinatorLogMessages.AppendBlobFilling(_logger, Description, download.Details.BlobCommittedBlockCount);
+            CoordinatorLogMessages.AppendBlobFilling(Logger, Description, download.Details.BlobCommittedBlockCount);
         }
 
-        CoordinatorLogMessages.Opened(_logger, Description, scan.Records.Count, image.Length);
-        return scan.Records;
+        return download.Content.ToMemory();
     }
 
-    /// <summary>One conditional append block; fencing errors become <see cref="CoordinatorLogFencedException"/>.</summary>
-    private async Task AppendFrameAsync(byte[] frame, int frameLength)
-    {
-        var options = new AppendBlobAppendBlockOptions
-        {
-            Conditions = new AppendBlobRequestConditions { LeaseId = _lease.LeaseId, IfAppendPositionEqual = _appendPosition },
-        };
-        try
-        {
-            using var content = new MemoryStream(frame, 0, frameLength, writable: false);
-
-            // Not cancellable: a cancelled request may still have been applied, which would leave the outcome unknown.
-            await _blob.AppendBlockAsync(content, options, CancellationToken.None).ConfigureAwait(false);
-        }
-        catch (RequestFailedException ex) when (ex.ErrorCode == BlobErrorCode.AppendPositionConditionNotMet)
-        {
-            // Either the client retried a request the service had applied (our record is already there), or the
-            // blob changed under us, which only another writer can do.
-            if (!await IsOwnRecordAtPositionAsync(frame, frameLength).ConfigureAwait(false))
-            {
-                throw Fence($"Coordinator log {Description} changed under this coordinator (expected to append at offset {_appendPosition}).", ex);
-            }
-
-            CoordinatorLogMessages.RetriedAppendConfirmed(_logger, Description, _appendPosition);
-        }
-        catch (RequestFailedException ex) when (ex.Status == 412)
-        {
-            throw Fence($"Coordinator log {Description} was taken over by a newer coordinator incarnation; this one may not append.", ex);
-        }
-        catch (Exception ex) when (ex is not CoordinatorLogFencedException)
-        {
-            _fault = ex;
-            CoordinatorLogMessages.AppendFaulted(_logger, Description, frameLength - CoordinatorLogFormat.HeaderSize, ex);
-            throw;
-        }
-    }
-
-    /// <summary>Whether the blob ends with exactly <paramref name="frame"/> at the expected append position.</summary>
-    private async Task<bool> IsOwnRecordAtPositionAsync(byte[] frame, int frameLength)
+    /// <summary>Whether the blob ends with exactly <paramref name="frame"/> at <paramref name="offset"/>, the expected append position.</summary>
+    private async Task<bool> IsOwnRecordAtPositionAsync(byte[] frame, int frameLength, long offset)
     {
         var conditions = new BlobRequestConditions { LeaseId = _lease.LeaseId };
         try
         {
             var properties = await _blob.GetPropertiesAsync(conditions).ConfigureAwait(false);
-            if (properties.Value.ContentLength != _appendPosition + frameLength)
+            if (properties.Value.ContentLength != offset + frameLength)
             {
                 return false;
             }
 
-            var options = new BlobDownloadOptions { Range = new HttpRange(_appendPosition, frameLength), Conditions = conditions };
+            var options = new BlobDownloadOptions { Range = new HttpRange(offset, frameLength), Conditions = conditions };
             var tail = await _blob.DownloadContentAsync(options).ConfigureAwait(false);
             return tail.Value.Content.ToMemory().Span.SequenceEqual(frame.AsSpan(0, frameLength));
         }
@@ -321,29 +256,8 @@ public sealed class BlobCoordinatorLog : ICoordinatorLog
     {
         _fenced = true;
         _leaseHeld = false;
-        CoordinatorLogMessages.Fenced(_logger, Description, cause);
+        CoordinatorLogMessages.Fenced(Logger, Description, cause);
         return new CoordinatorLogFencedException(message, cause);
-    }
-
-    private void ThrowIfCannotAppend()
-    {
-        ObjectDisposedException.ThrowIf(_disposed, this);
-        if (_fenced)
-        {
-            throw new CoordinatorLogFencedException(
-                $"Coordinator log {Description} was taken over by a newer coordinator incarnation; this one may not append.");
-        }
-
-        if (_fault is not null)
-        {
-            throw new InvalidOperationException(
-                $"Coordinator log {Description} is faulted by an earlier append with an unknown outcome; dispose it and open a new instance.", _fault);
-        }
-
-        if (!_leaseHeld)
-        {
-            throw new InvalidOperationException($"Coordinator log {Description} is not open; call OpenAsync first.");
-        }
     }
 
     /// <summary>Best effort: a lease left behind is broken by the next incarnation anyway.</summary>
@@ -357,7 +271,7 @@ public sealed class BlobCoordinatorLog : ICoordinatorLog
         }
         catch (Exception ex) when (ex is RequestFailedException or AggregateException or OperationCanceledException)
         {
-            CoordinatorLogMessages.LeaseReleaseFailed(_logger, Description, ex);
+            CoordinatorLogMessages.LeaseReleaseFailed(Logger, Description, ex);
         }
     }
 }
