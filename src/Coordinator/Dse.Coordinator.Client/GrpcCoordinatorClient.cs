@@ -148,7 +148,7 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
 
     /// <summary>
     /// An operator action, not part of <see cref="IDseCoordinator"/>: removes a participant that is gone for good, as
-    /// <see cref="ClusterCoordinator.RemoveParticipantAsync"/> does in the coordinator. A decision rolls back whatever
+    /// <c>ClusterCoordinator.RemoveParticipantAsync</c> does in the coordinator. A decision rolls back whatever
     /// depends on its unreported state. While the coordinator recovers from its own restart, the removal also stands in
     /// for the participant's answer, so recovery can end without it; the operator then accepts that anything the
     /// removed participant exposed may not be reconstructible (docs/coordinator.md, "Why heartbeat timeouts do not end

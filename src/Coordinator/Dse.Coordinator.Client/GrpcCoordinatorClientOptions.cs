@@ -14,7 +14,7 @@ public sealed class GrpcCoordinatorClientOptions
 
     /// <summary>
     /// The deadline of <see cref="GrpcCoordinatorClient.ConnectAsync"/>, which waits for the other participants during a
-    /// cold start (<see cref="ClusterCoordinatorOptions.ExpectedParticipants"/>). Default 5 minutes; between 1 ms and
+    /// cold start (<c>ClusterCoordinatorOptions.ExpectedParticipants</c>). Default 5 minutes; between 1 ms and
     /// 1 hour.
     /// </summary>
     public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromMinutes(5);

@@ -8,7 +8,7 @@ using Microsoft.Extensions.Logging.Console;
 namespace Dse.Coordinator.Host;
 
 /// <summary>The coordinator host: parses the command line, serves the coordinator, prints where it listens.</summary>
-internal static partial class Program
+internal static class Program
 {
     public const int ExitOk = 0;
     public const int ExitFailed = 1;
@@ -69,25 +69,25 @@ internal static partial class Program
         }
         catch (CoordinatorLogFencedException ex)
         {
-            HostLog.Fenced(logger, arguments.Log.ToString(), ex.Message);
+            HostLogMessages.Fenced(logger, arguments.Log.ToString(), ex.Message);
             await Console.Error.WriteLineAsync($"error: the coordinator log {arguments.Log} is held by another coordinator: {ex.Message}");
             return ExitFenced;
         }
         catch (Exception ex)
         {
-            HostLog.StartFailed(logger, ex);
+            HostLogMessages.StartFailed(logger, ex);
             await Console.Error.WriteLineAsync($"error: the coordinator could not start: {ex.Message}");
             return ExitFailed;
         }
 
         // Kestrel wrote the bound ports (for port 0) back into the endpoints.
         string address = Address(endpoints.Grpc);
-        HostLog.Listening(logger, address, arguments.Log.ToString());
+        HostLogMessages.Listening(logger, address, arguments.Log.ToString());
         await Console.Out.WriteLineAsync(ListeningAnnouncement + address);
         if (endpoints.Health is { } health)
         {
             string healthAddress = Address(health) + "/healthz";
-            HostLog.ServingHealth(logger, healthAddress);
+            HostLogMessages.ServingHealth(logger, healthAddress);
             await Console.Out.WriteLineAsync(HealthAnnouncement + healthAddress);
         }
 
@@ -191,20 +191,4 @@ internal static partial class Program
         container is not null
             ? new BlobCoordinatorLog(container, arguments.Log.BlobName!, loggerFactory.CreateLogger<BlobCoordinatorLog>())
             : new FileCoordinatorLog(arguments.Log.Path!, loggerFactory.CreateLogger<FileCoordinatorLog>());
-
-    /// <summary>Log messages of the host; event ids 3250-3259 of the coordinator's 3200-3299.</summary>
-    private static partial class HostLog
-    {
-        [LoggerMessage(EventId = 3250, Level = LogLevel.Information, Message = "DSE coordinator listening on {Address} with log {Log}")]
-        public static partial void Listening(ILogger logger, string address, string log);
-
-        [LoggerMessage(EventId = 3253, Level = LogLevel.Information, Message = "DSE coordinator health on {Address} (HTTP/1.1)")]
-        public static partial void ServingHealth(ILogger logger, string address);
-
-        [LoggerMessage(EventId = 3251, Level = LogLevel.Critical, Message = "The coordinator log {Log} is held by another coordinator; this host exits: {Reason}")]
-        public static partial void Fenced(ILogger logger, string log, string reason);
-
-        [LoggerMessage(EventId = 3252, Level = LogLevel.Critical, Message = "The coordinator could not start; this host exits")]
-        public static partial void StartFailed(ILogger logger, Exception exception);
-    }
 }

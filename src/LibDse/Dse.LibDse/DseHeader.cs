@@ -77,6 +77,18 @@ public readonly struct DseHeader : IEquatable<DseHeader>
         _ => throw new ArgumentOutOfRangeException(nameof(index)),
     };
 
+    /// <summary>The highest version among the dependencies, 0 for none: what commit ordering makes the receiver reach.</summary>
+    internal long MaxDependencyVersion()
+    {
+        long max = 0;
+        for (int i = 0; i < DependencyCount; i++)
+        {
+            max = Math.Max(max, GetDependency(i).Version);
+        }
+
+        return max;
+    }
+
     /// <summary>Creates the header of a message sent by an action of a StateObject.</summary>
     public static DseHeader FromOrigin(long objectId, long worldLine, long version)
     {

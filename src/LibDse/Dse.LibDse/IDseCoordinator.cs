@@ -1,8 +1,9 @@
 namespace Dse;
 
 /// <summary>
-/// The coordinator as participants see it. Implemented in process (<see cref="ClusterCoordinator"/>) and, out of
-/// process, by a gRPC client; the runtime calls nothing else, so either drops in.
+/// The coordinator as participants see it. Implemented in process by <c>ClusterCoordinator</c> (Dse.Coordinator.Core)
+/// and, out of process, by <c>GrpcCoordinatorClient</c> (Dse.Coordinator.Client); the runtime calls nothing else, so
+/// either drops in.
 /// </summary>
 public interface IDseCoordinator
 {

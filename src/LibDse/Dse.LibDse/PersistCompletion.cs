@@ -7,10 +7,10 @@ namespace Dse;
 public sealed class PersistCompletion
 {
     private readonly StateObject _owner;
-    private readonly StateObject.VersionRecord _record;
+    private readonly VersionRecord _record;
     private int _done;
 
-    internal PersistCompletion(StateObject owner, StateObject.VersionRecord record)
+    internal PersistCompletion(StateObject owner, VersionRecord record)
     {
         _owner = owner;
         _record = record;

@@ -142,7 +142,7 @@ public abstract class SnapshotStateObject : StateObject
         catch (Exception ex) when (ex is IOException or ObjectDisposedException)
         {
             // Pruning only reclaims; a failed marker leaves old versions listed, which the coordinator ignores.
-            DseLog.PruneFailed(Logger, Id, version, ex);
+            DseLogMessages.PruneFailed(Logger, Id, version, ex);
         }
     }
 }

@@ -14,30 +14,25 @@ namespace Dse;
 /// with each other: state touched by several must be thread-safe on its own. Actions on the same StateObject must not
 /// nest (an action waiting for another to start would wait for a version advance that waits for it).
 /// </remarks>
-public abstract partial class StateObject : IAsyncDisposable
+public abstract class StateObject : IAsyncDisposable
 {
+    // This class is the action and version core: the gate, the version, the world-line, persisting and restoring. Its
+    // collaborators own the rest: VersionBook (versions handed to Persist, what rollbacks did), ClusterViewCell (the
+    // cluster state last heard) and CoordinatorSession (reports, acknowledgements, resyncs, heartbeats, following the
+    // coordinator).
     private readonly DseOptions _options;
     private readonly ILogger _logger;
     private readonly ActionGate _gate = new();
 
-    // The single writer of the gate: version advances, rollbacks, prunes. Held while the gate is closed.
+    // The single writer of the gate: version advances, rollbacks, prunes. Held while the gate is closed. Lock order:
+    // writer, then the session's reporting lock, then the gate.
     private readonly SemaphoreSlim _writer = new(1, 1);
 
-    // Serializes reports so the coordinator sees versions in order.
-    private readonly SemaphoreSlim _reporting = new(1, 1);
+    private readonly VersionBook _book = new();
+    private readonly CoordinatorSession _session;
 
-    // Guards _records and _rollbacks. Taken on the action path only for a message from a lower world-line.
-    private readonly Lock _book = new();
-
-    // Versions handed to Persist and not yet committed, ascending. Guarded by _book.
-    private readonly List<VersionRecord> _records = [];
-
-    // What each applied decision did to this object: the world-line and the version restored (long.MaxValue: kept).
-    // Guarded by _book; lets a waiter tell whether its version survived.
-    private readonly List<(long WorldLine, long RestoredTo)> _rollbacks = [];
-
-    // Rollback acknowledgements not yet delivered, in world-line order; sent before any report. Guarded by _reporting.
-    private readonly Queue<(long WorldLine, long KeptThrough)> _pendingAcks = new();
+    // The cluster state as last heard from the coordinator; replaced only by a newer one (PublishView).
+    private readonly ClusterViewCell _view = new();
 
     // Written only by the writer while the gate is closed; read inside actions, where they cannot change.
     private long _version;
@@ -45,25 +40,13 @@ public abstract partial class StateObject : IAsyncDisposable
     private DependencySet _deps = new();
     private int _dirty;
 
-    // Replaced only by PublishView (compare-and-swap on the epoch), so it never goes back.
-    private ClusterState _view = ClusterState.Empty;
-    private TaskCompletionSource _viewChanged = NewSignal();
+    // Set once, at the end of a successful connect.
     private IDseCoordinator? _coordinator;
     private Exception? _fault;
     private long _lastAdvanceTimestamp;
-    private long _lastHeartbeatTimestamp;
-    private long _lastUnavailableLog;
-    private long _outageRetryAt;
-    private int _outageFailures;
-    private static readonly TimeSpan UnavailableLogInterval = TimeSpan.FromSeconds(5);
-    private static readonly TimeSpan MaxOutageBackoff = TimeSpan.FromSeconds(1);
 
-    // The coordinator incarnation this object last handed its durable fragments to (at connect or by a resync).
-    // Guarded by _reporting after connect.
-    private long _syncedIncarnation;
+    // The highest committed version pruned from storage. Written by the writer.
     private long _pruned;
-    private CancellationTokenSource? _stop;
-    private Task? _background;
 
     /// <summary>Creates the StateObject; call <see cref="ConnectAsync"/> before anything else.</summary>
     /// <exception cref="ArgumentException">The options are invalid; the message names the option.</exception>
@@ -73,6 +56,7 @@ public abstract partial class StateObject : IAsyncDisposable
         options.Validate();
         _options = options;
         _logger = options.LoggerFactory?.CreateLogger(GetType()) ?? NullLogger.Instance;
+        _session = new CoordinatorSession(this, _book, _logger);
     }
 
     /// <summary>The predetermined id.</summary>
@@ -94,7 +78,7 @@ public abstract partial class StateObject : IAsyncDisposable
     public long CommittedVersion => ClusterView.CommittedVersion(Id);
 
     /// <summary>The cluster state as last heard from the coordinator.</summary>
-    public ClusterState ClusterView => Volatile.Read(ref _view);
+    public ClusterState ClusterView => _view.Current;
 
     /// <summary>Whether <see cref="ConnectAsync"/> has completed.</summary>
     public bool IsConnected => _coordinator is not null;
@@ -121,6 +105,108 @@ public abstract partial class StateObject : IAsyncDisposable
 
     /// <summary>Lists every unpruned, durable version with its metadata, in ascending order.</summary>
     protected abstract ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Connects to the coordinator; must be called exactly once before anything else. Lists the stored versions,
+    /// registers them, and restores the version the coordinator names: the latest one after a clean start, or the
+    /// surviving one after a restart, which the coordinator treats as a failure and answers with a rollback decision.
+    /// </summary>
+    /// <exception cref="DseHeaderFormatException">Stored version metadata is corrupt.</exception>
+    /// <exception cref="DseCoordinatorException">The coordinator refused the connect (see its <see cref="DseCoordinatorException.Code"/>).</exception>
+    public async ValueTask ConnectAsync(IDseCoordinator coordinator, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(coordinator);
+        while (true)
+        {
+            var retry = await TryConnectCoreAsync(coordinator, cancellationToken).ConfigureAwait(false);
+            if (retry is null)
+            {
+                return;
+            }
+
+            // The coordinator is recovering from its own restart and recorded our listing; connect again once it moves on.
+            await coordinator.WaitForChangeAsync(retry.Epoch, cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
+    /// One connect attempt: like <see cref="ConnectAsync"/>, but returns false instead of waiting when the coordinator
+    /// is recovering from its own restart and asks the participant to connect again once its state changes.
+    /// </summary>
+    public async ValueTask<bool> TryConnectAsync(IDseCoordinator coordinator, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(coordinator);
+        return await TryConnectCoreAsync(coordinator, cancellationToken).ConfigureAwait(false) is null;
+    }
+
+    /// <summary>Returns null once connected, or the state to wait past before trying again.</summary>
+    private async ValueTask<ClusterState?> TryConnectCoreAsync(IDseCoordinator coordinator, CancellationToken cancellationToken)
+    {
+        await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            if (_coordinator is not null)
+            {
+                throw new InvalidOperationException($"StateObject {Id} is already connected; Connect must be called exactly once.");
+            }
+
+            var reports = VersionMetadata.DecodeListing(Id, await ListVersionsAsync(cancellationToken).ConfigureAwait(false));
+            long highest = reports.Count > 0 ? reports[^1].Version : 0;
+
+            var response = await coordinator.ConnectAsync(new ConnectRequest(Id, reports), cancellationToken).ConfigureAwait(false);
+            if (response.MustRetry)
+            {
+                return response.State;
+            }
+
+            await RestoreAsync(response.RestoreVersion, cancellationToken).ConfigureAwait(false);
+
+            long committed = response.State.CommittedVersion(Id);
+            _book.Restart(reports, committed, response.RestoreVersion, response.WorldLine);
+
+            // Numbers above the surviving storage may have been used in memory before a crash; reusing them is safe
+            // because the new world-line tells the two lineages apart (old headers are discarded, old sthreads die).
+            _version = Math.Max(highest, response.RestoreVersion) + 1;
+            _worldLine = response.WorldLine;
+            _deps = new DependencySet();
+            _pruned = committed;
+            _view.Initialize(response.State);
+            _lastAdvanceTimestamp = _options.TimeProvider.GetTimestamp();
+            _session.OnConnected(response.State.Incarnation, _lastAdvanceTimestamp);
+            _coordinator = coordinator;
+            DseLogMessages.Connected(_logger, Id, response.RestoreVersion, response.WorldLine, response.IsRestart);
+        }
+        finally
+        {
+            _writer.Release();
+        }
+
+        if (_options.RunBackgroundTasks)
+        {
+            _session.StartBackground();
+        }
+
+        return null;
+    }
+
+    /// <summary>
+    /// Does the runtime's periodic work once: applies the coordinator's decisions and boundary, reports durable versions,
+    /// and advances the version if the group-commit period has passed and anything changed. The background tasks call
+    /// this on their own unless <see cref="DseOptions.RunBackgroundTasks"/> is off.
+    /// </summary>
+    public async ValueTask RefreshAsync(CancellationToken cancellationToken = default)
+    {
+        ThrowIfNotReady();
+        var state = await _coordinator!.GetStateAsync(cancellationToken).ConfigureAwait(false);
+        await _session.ApplyClusterStateAsync(state, cancellationToken).ConfigureAwait(false);
+        await _session.FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+        if (_options.TimeProvider.GetElapsedTime(_lastAdvanceTimestamp) >= _options.GroupCommitPeriod)
+        {
+            await AdvanceCoreAsync(0, AdvanceReason.Periodic, cancellationToken).ConfigureAwait(false);
+        }
+
+        await _session.HeartbeatIfDueAsync(cancellationToken).ConfigureAwait(false);
+    }
 
     /// <summary>
     /// Starts an action that consumes a message carrying <paramref name="header"/>, if it can start now. On
@@ -179,7 +265,7 @@ public abstract partial class StateObject : IAsyncDisposable
 
         // A committed version needs no edge, but only the view of our own world-line can say so: a newer view's
         // committed map belongs to a lineage that may reuse version numbers of lost state.
-        var view = Volatile.Read(ref _view);
+        var view = _view.Current;
         bool sameLineage = view.WorldLine == worldLine;
         var deps = _deps;
         for (int i = 0; i < dependencies.Length; i++)
@@ -322,18 +408,18 @@ public abstract partial class StateObject : IAsyncDisposable
         get
         {
             // Signal first, fault second: a fault set after this read either completed this signal or is seen below.
-            var signal = Volatile.Read(ref _viewChanged);
-            return Volatile.Read(ref _fault) is not null ? Task.CompletedTask : signal.Task;
+            var signal = _view.NextChange;
+            return Volatile.Read(ref _fault) is not null ? Task.CompletedTask : signal;
         }
     }
 
     /// <summary>Completes when the cluster view changes after <paramref name="knownEpoch"/> (or at once if it already has).</summary>
     public Task WaitForViewChangeAsync(long knownEpoch, CancellationToken cancellationToken = default)
     {
-        var signal = Volatile.Read(ref _viewChanged);
+        var signal = _view.NextChange;
 
         // Checked after reading the signal: a fault set meanwhile completed this signal or a later one is not needed.
-        return ClusterView.Epoch > knownEpoch || Volatile.Read(ref _fault) is not null ? Task.CompletedTask : signal.Task.WaitAsync(cancellationToken);
+        return ClusterView.Epoch > knownEpoch || Volatile.Read(ref _fault) is not null ? Task.CompletedTask : signal.WaitAsync(cancellationToken);
     }
 
     /// <summary>
@@ -351,15 +437,9 @@ public abstract partial class StateObject : IAsyncDisposable
             var view = ClusterView;
 
             // Rollbacks first: a rolled-back number may be committed again by the new lineage.
-            lock (_book)
+            if (_book.TryFindRollbackOf(version, worldLine, out long decided))
             {
-                foreach (var (decided, restoredTo) in _rollbacks)
-                {
-                    if (decided > worldLine && restoredTo < version)
-                    {
-                        throw new DseRolledBackException(decided, new Dependency(Id, version));
-                    }
-                }
+                throw new DseRolledBackException(decided, new Dependency(Id, version));
             }
 
             if (view.CommittedVersion(Id) >= version)
@@ -381,41 +461,21 @@ public abstract partial class StateObject : IAsyncDisposable
     /// <summary>Stops the background tasks; subclasses release their storage after calling this.</summary>
     protected virtual async ValueTask DisposeAsyncCore()
     {
-        var stop = Interlocked.Exchange(ref _stop, null);
-        if (stop is not null)
-        {
-            await stop.CancelAsync().ConfigureAwait(false);
-            try
-            {
-                if (_background is not null)
-                {
-                    await _background.ConfigureAwait(false);
-                }
-            }
-            catch (OperationCanceledException)
-            {
-                // Expected: the loops end by cancellation.
-            }
-
-            stop.Dispose();
-        }
-
+        await _session.StopAsync().ConfigureAwait(false);
         Interlocked.CompareExchange(ref _fault, new ObjectDisposedException(GetType().Name, "The StateObject was disposed."), null);
-        Volatile.Read(ref _viewChanged).TrySetResult();
+        _view.WakeAll();
     }
 
     internal void SetFault(Exception error)
     {
         if (Interlocked.CompareExchange(ref _fault, error, null) is null)
         {
-            DseLog.Faulted(_logger, Id, error);
-            Volatile.Read(ref _viewChanged).TrySetResult();
+            DseLogMessages.Faulted(_logger, Id, error);
+            _view.WakeAll();
         }
     }
 
-    private static TaskCompletionSource NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
-
-    private void ThrowIfNotReady()
+    internal void ThrowIfNotReady()
     {
         if (_coordinator is null)
         {
@@ -476,7 +536,7 @@ public abstract partial class StateObject : IAsyncDisposable
                     await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
                     break;
                 case StartActionStatus.VersionBehind:
-                    await AdvanceVersionToAsync(MaxVersion(header), cancellationToken).ConfigureAwait(false);
+                    await AdvanceVersionToAsync(header.MaxDependencyVersion(), cancellationToken).ConfigureAwait(false);
                     break;
                 case StartActionStatus.WorldLineBehind:
                     await RefreshAsync(cancellationToken).ConfigureAwait(false);
@@ -500,17 +560,6 @@ public abstract partial class StateObject : IAsyncDisposable
             await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
         }
         while (!TryStartLocalAction());
-    }
-
-    private static long MaxVersion(in DseHeader header)
-    {
-        long max = 0;
-        for (int i = 0; i < header.DependencyCount; i++)
-        {
-            max = Math.Max(max, header.GetDependency(i).Version);
-        }
-
-        return max;
     }
 
     private async ValueTask<DseHeader> CommitThenReturnAsync(DseHeader header, CancellationToken cancellationToken)
@@ -562,11 +611,7 @@ public abstract partial class StateObject : IAsyncDisposable
     {
         long version = _version;
         var record = new VersionRecord(version, _worldLine, _deps.ToArray());
-        lock (_book)
-        {
-            _records.Add(record);
-        }
-
+        _book.Add(record);
         Volatile.Write(ref _version, Math.Max(version + 1, target));
         _deps = new DependencySet();
         Volatile.Write(ref _dirty, 0);
@@ -585,182 +630,159 @@ public abstract partial class StateObject : IAsyncDisposable
 
     internal void OnDurable(VersionRecord record)
     {
-        lock (_book)
-        {
-            record.Durable = true;
-        }
-
-        // During a coordinator outage the background loop retries on its backoff; one call per persist would only spin.
-        if (_options.RunBackgroundTasks && InOutageBackoff())
-        {
-            return;
-        }
-
-        var flush = FlushReportsAsync(CancellationToken.None);
-        if (!flush.IsCompletedSuccessfully)
-        {
-            _ = ObserveAsync(flush);
-        }
+        _book.MarkDurable(record);
+        _session.OnDurable();
     }
 
-    /// <summary>Whether a coordinator outage was seen and its backoff has not passed yet (background retries wait).</summary>
-    private bool InOutageBackoff()
-    {
-        long retryAt = Volatile.Read(ref _outageRetryAt);
-        return retryAt != 0 && _options.TimeProvider.GetTimestamp() < retryAt;
-    }
+    /// <summary>The coordinator this object connected to; null before the connect.</summary>
+    internal IDseCoordinator? ConnectedCoordinator => _coordinator;
 
-    /// <summary>The coordinator answered: background calls go back to their normal pace.</summary>
-    private void NoteCoordinatorReachable()
-    {
-        if (Volatile.Read(ref _outageRetryAt) != 0)
-        {
-            Volatile.Write(ref _outageFailures, 0);
-            Volatile.Write(ref _outageRetryAt, 0);
-        }
-    }
+    /// <summary>The highest committed version pruned from storage.</summary>
+    internal long PrunedVersion => Volatile.Read(ref _pruned);
+
+    /// <summary>The group-commit advance: persists the current version if anything changed since the last one.</summary>
+    internal ValueTask AdvancePeriodicAsync(CancellationToken cancellationToken) => AdvanceCoreAsync(0, AdvanceReason.Periodic, cancellationToken);
+
+    /// <summary>Replaces the view if <paramref name="state"/> is newer; concurrent callers never move it back.</summary>
+    internal void PublishView(ClusterState state) => _view.Publish(state);
 
     /// <summary>
-    /// Records a failed coordinator call: background retries back off from the group-commit period, doubling up to
-    /// 1 s. Logs the outage as a warning at most every 5 s; the repeats in between go to debug.
+    /// Applies one rollback decision, the next in world-line order: restores the cut unless nothing held depends on lost
+    /// state, records the outcome and queues the acknowledgement. All or nothing: a failure faults the StateObject.
     /// </summary>
-    private TimeSpan LogCoordinatorUnavailable(Exception exception)
+    /// <returns>Whether it applied the decision (false: applied already); the session then delivers the acknowledgement.</returns>
+    internal async ValueTask<bool> ApplyDecisionAsync(RollbackDecision decision, CancellationToken cancellationToken)
     {
-        var time = _options.TimeProvider;
-        int failures = Math.Min(Interlocked.Increment(ref _outageFailures), 16);
-        var delay = TimeSpan.FromTicks(Math.Min(_options.GroupCommitPeriod.Ticks << Math.Min(failures - 1, 10), MaxOutageBackoff.Ticks));
-        Volatile.Write(ref _outageRetryAt, time.GetTimestamp() + Math.Max(1, (long)(delay.TotalSeconds * time.TimestampFrequency)));
-        LogOutage(exception);
-        return delay;
-    }
-
-    private void LogOutage(Exception exception)
-    {
-        var time = _options.TimeProvider;
-        long now = time.GetTimestamp();
-        long last = Volatile.Read(ref _lastUnavailableLog);
-        if (last != 0 && time.GetElapsedTime(last, now) < UnavailableLogInterval)
-        {
-            DseLog.CoordinatorStillUnavailable(_logger, Id, exception.Message);
-            return;
-        }
-
-        if (Interlocked.CompareExchange(ref _lastUnavailableLog, now, last) == last)
-        {
-            DseLog.CoordinatorUnavailable(_logger, Id, exception);
-        }
-    }
-
-    private async Task ObserveAsync(ValueTask task)
-    {
+        long keptThrough;
+        bool restored;
+        await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
-            await task.ConfigureAwait(false);
-        }
-        catch (Exception ex) when (ex is not OperationCanceledException)
-        {
-            LogCoordinatorUnavailable(ex);
-        }
-    }
-
-    /// <summary>Reports durable versions to the coordinator in version order; stops at the first one not yet durable.</summary>
-    private async ValueTask FlushReportsAsync(CancellationToken cancellationToken)
-    {
-        var coordinator = _coordinator;
-        if (coordinator is null || Volatile.Read(ref _fault) is not null)
-        {
-            return;
-        }
-
-        await _reporting.WaitAsync(cancellationToken).ConfigureAwait(false);
-        try
-        {
-            // The coordinator must learn what each rollback kept, in order, before it sees reports of the kept versions.
-            while (_pendingAcks.TryPeek(out var ack))
+            ThrowIfNotReady();
+            if (decision.WorldLine <= _worldLine)
             {
-                await coordinator.AcknowledgeRollbackAsync(Id, ack.WorldLine, ack.KeptThrough, cancellationToken).ConfigureAwait(false);
-                _pendingAcks.Dequeue();
+                return false;
             }
 
-            // A restarted coordinator knows none of our fragments: hand it every durable one before reporting more.
-            if (ClusterView.Incarnation > _syncedIncarnation)
+            if (decision.FailedObjectId == Id)
             {
-                await ResyncCoreAsync(coordinator, cancellationToken).ConfigureAwait(false);
+                // Our id restarted elsewhere, or the coordinator removed us: this instance must stop.
+                var error = new DseFaultedException(decision.Reason == RollbackReason.Removed
+                    ? $"StateObject {Id} was removed from the cluster by the coordinator (world-line {decision.WorldLine}), for example because it missed heartbeats; restart it so that it connects again."
+                    : $"StateObject {Id} was superseded: a newer incarnation connected (world-line {decision.WorldLine}).");
+                SetFault(error);
+                throw error;
             }
 
-            while (true)
+            // Lock order writer -> reporting -> gate. Taking the reporting lock before the gate closes means a slow
+            // coordinator call in flight delays the rollback without blocking actions, and the wait can be cancelled.
+            await _session.EnterReportingAsync(cancellationToken).ConfigureAwait(false);
+            try
             {
-                VersionRecord? next = null;
-                lock (_book)
-                {
-                    foreach (var r in _records)
-                    {
-                        if (!r.Reported)
-                        {
-                            next = r.Durable ? r : null;
-                            break;
-                        }
-                    }
-                }
-
-                if (next is null)
-                {
-                    return;
-                }
-
-                ReportOutcome outcome;
+                // From here on the rollback is all or nothing: no cancellation, and any failure faults the object
+                // (fail-restart), because a half-applied rollback cannot be told apart from a kept state afterwards.
+                await CloseGateAsync().ConfigureAwait(false);
                 try
                 {
-                    outcome = await coordinator.ReportPersistedAsync(Id, new VersionReport(next.Version, next.WorldLine, next.Dependencies), cancellationToken).ConfigureAwait(false);
-                }
-                catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.ResyncRequired)
-                {
-                    // The coordinator restarted before we saw its new state: learn it, then resync (which covers this version).
-                    PublishView(await coordinator.GetStateAsync(cancellationToken).ConfigureAwait(false));
-                    await ResyncCoreAsync(coordinator, cancellationToken).ConfigureAwait(false);
-                    continue;
-                }
+                    long cut = decision.CutFor(Id);
+                    restored = !CanKeep(decision, cut);
+                    if (restored)
+                    {
+                        await RestoreAsync(cut, CancellationToken.None).ConfigureAwait(false);
+                        _book.DiscardAbove(cut);
 
-                DseLog.ReportOutcome(_logger, Id, next.Version, outcome);
-                lock (_book)
-                {
-                    next.Reported = true;
+                        // The current number was used by lost actions' headers: start a fresh one.
+                        _version++;
+                        _deps = new DependencySet();
+                        keptThrough = cut;
+                    }
+                    else
+                    {
+                        keptThrough = _version;
+                    }
+
+                    // Still under the reporting lock: no report of a kept version slips between the reset and the ack.
+                    _book.RecordRollback(decision.WorldLine, cut, restored);
+                    _session.EnqueueAcknowledgement(decision.WorldLine, keptThrough);
+                    Volatile.Write(ref _worldLine, decision.WorldLine);
                 }
+                catch (Exception ex) when (Volatile.Read(ref _fault) is null)
+                {
+                    var fault = new DseFaultedException($"StateObject {Id} could not apply the rollback of world-line {decision.WorldLine}; restart it.", ex);
+                    SetFault(fault);
+                    throw fault;
+                }
+                finally
+                {
+                    _gate.Open();
+                }
+            }
+            finally
+            {
+                _session.ExitReporting();
             }
         }
         finally
         {
-            _reporting.Release();
+            _writer.Release();
         }
+
+        // Waiters on this object's versions (non-speculative commits) must re-check now that the outcome is recorded:
+        // the view was published before the decision was applied, so no later epoch may come to wake them.
+        _view.Pulse();
+
+        if (restored)
+        {
+            DseTelemetry.Rollbacks.Add(1);
+            DseLogMessages.RolledBack(_logger, Id, keptThrough, decision.WorldLine);
+        }
+        else
+        {
+            DseTelemetry.RollbacksSkipped.Add(1);
+            DseLogMessages.RollbackSkipped(_logger, Id, decision.WorldLine);
+        }
+
+        return true;
     }
 
     /// <summary>
-    /// Hands a restarted coordinator this object's world-line, its durable uncommitted fragments and its view of the
-    /// boundary (docs/coordinator.md). Under _reporting, after pending acknowledgements.
+    /// Whether own version <paramref name="version"/> survived the decision of <paramref name="worldLine"/> as this object
+    /// applied it: kept outright, or within the version it restored. Null if this instance did not apply that decision.
     /// </summary>
-    private async ValueTask ResyncCoreAsync(IDseCoordinator coordinator, CancellationToken cancellationToken)
+    internal bool? SurvivedOwnRollback(long worldLine, long version) => _book.SurvivedOwnRollback(worldLine, version);
+
+    /// <summary>
+    /// The paper's optimization: state above the cut may stay when nothing in it (persisted or in memory) depends on a
+    /// version the decision does not keep. Called with the gate closed.
+    /// </summary>
+    private bool CanKeep(RollbackDecision decision, long cut) =>
+        _book.AboveCutSurvives(decision, cut) && Array.TrueForAll(_deps.ToArray(), decision.Survives);
+
+    /// <summary>Prunes storage below <paramref name="committed"/>, which the boundary passed in this object's world-line.</summary>
+    internal async ValueTask PruneToAsync(long committed, CancellationToken cancellationToken)
     {
-        var view = ClusterView;
-        List<VersionRecord> durable;
-        lock (_book)
+        await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
         {
-            durable = [.. _records.Where(r => r.Durable)];
-        }
-
-        // Decisions are applied under _reporting too, so the world-line and the records are consistent with each other.
-        var request = new ResyncRequest(Id, WorldLine, [.. durable.Select(r => new VersionReport(r.Version, r.WorldLine, r.Dependencies))], view.Committed);
-        var state = await coordinator.ResyncAsync(request, cancellationToken).ConfigureAwait(false);
-        lock (_book)
-        {
-            foreach (var r in durable)
+            if (committed <= _pruned || Volatile.Read(ref _fault) is not null)
             {
-                r.Reported = true;
+                return;
             }
-        }
 
-        Volatile.Write(ref _syncedIncarnation, Math.Max(view.Incarnation, state.Incarnation));
-        PublishView(state);
-        DseLog.Resynced(_logger, Id, state.Incarnation, durable.Count);
+            _book.DiscardThrough(committed);
+
+            // The committed version itself stays: it is the point any future rollback restores at the earliest.
+            if (committed > 1)
+            {
+                Prune(committed - 1);
+            }
+
+            Volatile.Write(ref _pruned, committed);
+        }
+        finally
+        {
+            _writer.Release();
+        }
     }
 
     private enum AdvanceReason
@@ -768,19 +790,5 @@ public abstract partial class StateObject : IAsyncDisposable
         Explicit,
         Periodic,
         CommitOrdering,
-    }
-
-    /// <summary>A version handed to Persist and not yet committed. Mutable fields are guarded by the owner's book lock.</summary>
-    internal sealed class VersionRecord(long version, long worldLine, Dependency[] dependencies)
-    {
-        public long Version { get; } = version;
-
-        public long WorldLine { get; } = worldLine;
-
-        public Dependency[] Dependencies { get; } = dependencies;
-
-        public bool Durable { get; set; }
-
-        public bool Reported { get; set; }
     }
 }

@@ -72,4 +72,25 @@ public static class VersionMetadata
 
         return new VersionReport(version, worldLine, deps);
     }
+
+    /// <summary>Decodes what <c>ListVersionsAsync</c> returned for <paramref name="objectId"/>, checking its order.</summary>
+    /// <exception cref="InvalidOperationException">The versions are not positive and ascending.</exception>
+    /// <exception cref="DseHeaderFormatException">Stored metadata is corrupt.</exception>
+    internal static List<VersionReport> DecodeListing(long objectId, IReadOnlyList<PersistedVersion> listed)
+    {
+        var reports = new List<VersionReport>(listed.Count);
+        long highest = 0;
+        foreach (var v in listed)
+        {
+            if (v.Version <= highest)
+            {
+                throw new InvalidOperationException($"StateObject {objectId}: ListVersions returned version {v.Version} after {highest}; versions must be positive and ascending.");
+            }
+
+            reports.Add(Decode(v.Version, v.Metadata.Span));
+            highest = v.Version;
+        }
+
+        return reports;
+    }
 }

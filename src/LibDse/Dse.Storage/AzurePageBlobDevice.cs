@@ -244,7 +244,7 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
         catch (Exception ex) when (ex is RequestFailedException or OperationCanceledException)
         {
             NoteFencing(ex);
-            StorageLog.AzureRemoveFailed(_logger, ex, blobName);
+            StorageLogMessages.AzureRemoveFailed(_logger, ex, blobName);
         }
     }
 
@@ -296,7 +296,7 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
         try
         {
             await lease.BreakAsync(TimeSpan.Zero, cancellationToken: cancellationToken).ConfigureAwait(false);
-            StorageLog.LeaseBroken(_logger, blob.Name);
+            StorageLogMessages.LeaseBroken(_logger, blob.Name);
         }
         catch (RequestFailedException ex) when (ex.ErrorCode == BlobErrorCode.LeaseNotPresentWithLeaseOperation)
         {
@@ -359,7 +359,7 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
         }
         catch (Exception ex) when (ex is RequestFailedException or OperationCanceledException)
         {
-            StorageLog.LeaseReleaseFailed(_logger, ex, blob.Name);
+            StorageLogMessages.LeaseReleaseFailed(_logger, ex, blob.Name);
         }
     }
 
@@ -386,7 +386,7 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
     {
         if (Interlocked.Exchange(ref _fenced, 1) == 0)
         {
-            StorageLog.DeviceFenced(_logger, FileName, reason);
+            StorageLogMessages.DeviceFenced(_logger, FileName, reason);
         }
     }
 
@@ -447,7 +447,7 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
                 _segments.TryRemove(KeyValuePair.Create(segmentId, segment));
             }
 
-            StorageLog.AzureWriteFailed(_logger, ex, GetBlobName(segmentId), offset, length, error);
+            StorageLogMessages.AzureWriteFailed(_logger, ex, GetBlobName(segmentId), offset, length, error);
         }
         finally
         {
@@ -475,12 +475,12 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
         catch (RequestFailedException ex) when (ex.Status == 404)
         {
             error = DeviceErrorCodes.NotFound;
-            StorageLog.AzureSegmentNotFound(_logger, blobName, segmentId);
+            StorageLogMessages.AzureSegmentNotFound(_logger, blobName, segmentId);
         }
         catch (Exception ex)
         {
             error = ErrorCodeOf(ex);
-            StorageLog.AzureReadFailed(_logger, ex, blobName, offset, length, error);
+            StorageLogMessages.AzureReadFailed(_logger, ex, blobName, offset, length, error);
         }
         finally
         {
@@ -503,7 +503,7 @@ public sealed class AzurePageBlobDevice : StorageDeviceBase
             catch (Exception ex)
             {
                 NoteFencing(ex);
-                StorageLog.AzureRemoveFailed(_logger, ex, blobName);
+                StorageLogMessages.AzureRemoveFailed(_logger, ex, blobName);
             }
         }
 

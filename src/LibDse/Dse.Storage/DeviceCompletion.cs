@@ -15,7 +15,7 @@ internal static class DeviceCompletion
         }
         catch (Exception ex)
         {
-            StorageLog.CompletionCallbackThrew(logger, ex);
+            StorageLogMessages.CompletionCallbackThrew(logger, ex);
         }
     }
 
@@ -38,7 +38,7 @@ internal static class DeviceCompletion
         }
         catch (Exception ex)
         {
-            StorageLog.CompletionCallbackThrew(logger, ex);
+            StorageLogMessages.CompletionCallbackThrew(logger, ex);
         }
     }
 

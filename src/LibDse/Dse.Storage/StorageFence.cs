@@ -85,7 +85,7 @@ public sealed class StorageFence : IAsyncDisposable
             case AzurePageBlobDevice blobs:
                 await blobs.AcquireLeaseAsync(cancellationToken).ConfigureAwait(false);
                 var fence = new StorageFence($"page blobs '{blobs.FileName}.*' (leased)", null, blobs);
-                StorageLog.FenceAcquired(logger, fence.Description);
+                StorageLogMessages.FenceAcquired(logger, fence.Description);
                 return fence;
             default:
                 return new StorageFence($"device '{inner.FileName}' ({inner.GetType().Name}, not shared between instances)", null, null);
@@ -160,11 +160,11 @@ public sealed class StorageFence : IAsyncDisposable
         var fence = new StorageFence($"local files '{devicePath}.*' (lock file '{path}')", stream, null);
         if (FileLockingDisabled())
         {
-            StorageLog.FileLockingDisabled(logger, fence.Description);
+            StorageLogMessages.FileLockingDisabled(logger, fence.Description);
         }
         else
         {
-            StorageLog.FenceAcquired(logger, fence.Description);
+            StorageLogMessages.FenceAcquired(logger, fence.Description);
         }
 
         return fence;

@@ -3,7 +3,7 @@ using Microsoft.Extensions.Logging;
 namespace Dse;
 
 /// <summary>Log messages of coordinators; event ids 2000-2099.</summary>
-internal static partial class CoordinatorLog
+internal static partial class ClusterCoordinatorLogMessages
 {
     [LoggerMessage(EventId = 2000, Level = LogLevel.Information, Message = "Participant {ObjectId} registered; restores version {Version} in world-line {WorldLine}")]
     public static partial void Registered(ILogger logger, long objectId, long version, long worldLine);

@@ -1,3 +1,5 @@
+using System.Diagnostics;
+
 namespace Dse;
 
 /// <summary>
@@ -7,16 +9,34 @@ namespace Dse;
 /// </summary>
 /// <remarks>
 /// <see cref="ComputeClosure"/> is the specification of the boundary. <see cref="AdvanceCommitted"/> does not run it on
-/// the report path: <see cref="Add"/> maintains the closure incrementally (DependencyGraph.Incremental.cs), and only the
-/// rare paths (a new participant, an out-of-order report, a replaced listing, a raised floor, a decision or truncation
-/// that removed versions) make the next advance recompute it in full and rebuild the incremental state.
+/// the report path: <see cref="Add"/> maintains the closure incrementally (<see cref="IncrementalClosure"/>), and only
+/// the rare paths (a new participant, an out-of-order report, a replaced listing, a raised floor, a decision or
+/// truncation that removed versions) make the next advance recompute it in full and rebuild the incremental state.
 /// </remarks>
-public sealed partial class DependencyGraph
+public sealed class DependencyGraph
 {
-    private readonly Dictionary<long, Participant> _participants = [];
+    private readonly Dictionary<long, GraphParticipant> _participants = [];
 
-    // Mirrors every Participant.Committed at its slot, for the snapshots.
+    // Mirrors every GraphParticipant.Committed at its slot, for the snapshots.
     private readonly CommittedMap.Builder _committed = new();
+
+    // The closure between full recomputations; it reads _participants and commits through Commit.
+    private readonly IncrementalClosure _closure;
+
+    /// <summary>Creates a graph with no participants.</summary>
+    public DependencyGraph()
+    {
+        _closure = new IncrementalClosure(_participants, Commit);
+    }
+
+    /// <summary>Full recomputations since creation: the rare paths, not reports in order (diagnostics and tests).</summary>
+    internal int FullRecomputeCount => _closure.FullRecomputeCount;
+
+    /// <summary>Nodes the searches of reports visited since creation: their cost (tests bound it).</summary>
+    internal long SearchedNodes => _closure.SearchedNodes;
+
+    /// <summary>Whether the next advance is incremental (no rare path since the last full recomputation).</summary>
+    internal bool IsIncremental => _closure.IsValid;
 
     /// <summary>Registered participant ids.</summary>
     public IEnumerable<long> ParticipantIds => _participants.Keys;
@@ -32,13 +52,8 @@ public sealed partial class DependencyGraph
             return;
         }
 
-        _participants.Add(objectId, new Participant(objectId, _committed.Add(objectId)));
-
-        // Versions that already depend on this id dangle without a waiter entry (it was unknown): rebuild.
-        if (_danglingOnUnregistered > 0)
-        {
-            Invalidate();
-        }
+        _participants.Add(objectId, new GraphParticipant(objectId, _committed.Add(objectId)));
+        _closure.OnParticipantAdded();
     }
 
     /// <summary>The committed (recoverable) version of a participant.</summary>
@@ -129,16 +144,16 @@ public sealed partial class DependencyGraph
             deps[i] = report.Dependencies[i];
         }
 
-        var node = new Node(p, report.Version, report.WorldLine, deps);
+        var node = new GraphNode(p, report.Version, report.WorldLine, deps);
         if (~index < p.Uncommitted.Count)
         {
             // Out of order: versions above it that others' dependencies resolved to may now resolve to it.
             p.Uncommitted.Insert(~index, node);
-            Invalidate();
+            _closure.Invalidate();
         }
-        else if (_incremental)
+        else if (_closure.IsValid)
         {
-            AddIncremental(p, node);
+            _closure.Append(p, node);
         }
         else
         {
@@ -153,7 +168,7 @@ public sealed partial class DependencyGraph
     {
         ArgumentNullException.ThrowIfNull(persisted);
         var p = _participants[objectId];
-        Invalidate();
+        _closure.Invalidate();
         p.Uncommitted.Clear();
         foreach (var r in persisted)
         {
@@ -184,7 +199,7 @@ public sealed partial class DependencyGraph
     {
         if (_participants.TryGetValue(objectId, out var p) && floor > p.Committed)
         {
-            Invalidate();
+            _closure.Invalidate();
             Commit(p, floor);
         }
     }
@@ -242,9 +257,10 @@ public sealed partial class DependencyGraph
     /// </summary>
     public bool AdvanceCommitted()
     {
-        if (_incremental)
+        if (_closure.IsValid)
         {
-            return CommitClosed();
+            AssertMatchesSpecification();
+            return _closure.CommitClosed();
         }
 
         var closure = ComputeClosure();
@@ -259,7 +275,7 @@ public sealed partial class DependencyGraph
             }
         }
 
-        Rebuild();
+        _closure.Rebuild();
         return moved;
     }
 
@@ -271,7 +287,7 @@ public sealed partial class DependencyGraph
         {
             if (cut.TryGetValue(p.Id, out long c) && p.Latest > c)
             {
-                Invalidate();
+                _closure.Invalidate();
                 p.Uncommitted.RemoveAll(n => n.Version > c);
             }
         }
@@ -291,20 +307,26 @@ public sealed partial class DependencyGraph
 
             if (p.Latest > cut)
             {
-                Invalidate();
+                _closure.Invalidate();
                 p.Uncommitted.RemoveAll(n => n.Version > cut);
             }
         }
     }
 
+    /// <summary>
+    /// The closure the incremental state holds (what <see cref="ComputeClosure"/> returns), or null while it is invalid.
+    /// For tests: it must equal the specification after every operation.
+    /// </summary>
+    internal Dictionary<long, long>? IncrementalClosure() => _closure.Closure();
+
     /// <summary>Raises <paramref name="p"/>'s committed version and drops its versions at or below it.</summary>
-    private void Commit(Participant p, long version)
+    private void Commit(GraphParticipant p, long version)
     {
         p.Commit(version);
         _committed.Set(p.Slot, version);
     }
 
-    private static bool AllInside(long self, Node node, Dictionary<long, long> c, Dictionary<long, Participant>? lineage)
+    private static bool AllInside(long self, GraphNode node, Dictionary<long, long> c, Dictionary<long, GraphParticipant>? lineage)
     {
         foreach (var d in node.Dependencies)
         {
@@ -337,103 +359,15 @@ public sealed partial class DependencyGraph
         return true;
     }
 
-    /// <summary>A reported, uncommitted version: its fragment and, while the incremental state is valid, its place in it.</summary>
-    private sealed class Node(Participant owner, long version, long worldLine, Dependency[] dependencies)
+    /// <summary>In Debug builds, checks the incremental closure against the specification before each commit.</summary>
+    [Conditional("DEBUG")]
+    private void AssertMatchesSpecification()
     {
-        public Participant Owner { get; } = owner;
-
-        public long Version { get; } = version;
-
-        public long WorldLine { get; } = worldLine;
-
-        public Dependency[] Dependencies { get; } = dependencies;
-
-        // Incremental state (DependencyGraph.Incremental.cs); meaningless while _incremental is false.
-
-        // In the greatest closure: committable (awaiting AdvanceCommitted) or committed. Invariant: a node that is not
-        // closed reaches a dangling dependency; a closed node's dependencies all resolve to closed nodes.
-        public bool Closed;
-
-        // Dependencies not resolved yet: on a version its owner has not reported, or on an unregistered participant.
-        public int Dangling;
-
-        // Neighbours in the owner's chain of uncommitted versions (the chain orders a participant's own versions).
-        public Node? Prev;
-        public Node? Next;
-
-        // Resolved dependencies on versions that were not closed when resolved, and the reverse edges.
-        public Node[]? Out;
-        public int OutCount;
-        public Node[]? In;
-        public int InCount;
-
-        // Generation stamps of the searches: visited, and found blocked.
-        public int Mark;
-        public int BlockedMark;
-    }
-
-    /// <summary>One participant's committed version, its uncommitted chain and what it acknowledged keeping.</summary>
-    private sealed class Participant(long id, int slot)
-    {
-        public long Id { get; } = id;
-
-        // Position in registration order: the index of its committed version in the snapshots.
-        public int Slot { get; } = slot;
-
-        public long Committed { get; private set; }
-
-        // Sorted by version; every entry is above Committed. With the incremental state valid, the first ClosedCount
-        // entries are closed and the rest are not.
-        public List<Node> Uncommitted { get; } = [];
-
-        public int ClosedCount;
-
-        // Whether it is in _dirty (it has closed versions that AdvanceCommitted has not committed yet).
-        public bool Dirty;
-
-        // Other participants' versions whose dependency on a version of this one above Latest is unresolved, keyed by
-        // the version depended on.
-        public PriorityQueue<Node, long> Waiters { get; } = new();
-
-        public Dictionary<long, long> KeptThrough { get; } = [];
-
-        public long Latest => Uncommitted.Count > 0 ? Uncommitted[^1].Version : Committed;
-
-        public int IndexOf(long version)
+        var expected = ComputeClosure();
+        var actual = _closure.Closure()!;
+        foreach (var (id, version) in expected)
         {
-            int lo = 0, hi = Uncommitted.Count - 1;
-            while (lo <= hi)
-            {
-                int mid = (lo + hi) >>> 1;
-                long v = Uncommitted[mid].Version;
-                if (v == version)
-                {
-                    return mid;
-                }
-
-                if (v < version)
-                {
-                    lo = mid + 1;
-                }
-                else
-                {
-                    hi = mid - 1;
-                }
-            }
-
-            return ~lo;
-        }
-
-        public void Commit(long version)
-        {
-            Committed = version;
-            int n = 0;
-            while (n < Uncommitted.Count && Uncommitted[n].Version <= version)
-            {
-                n++;
-            }
-
-            Uncommitted.RemoveRange(0, n);
+            Debug.Assert(actual[id] == version, $"Incremental closure of participant {id} is {actual[id]}, the specification says {version}.");
         }
     }
 }

@@ -3,48 +3,67 @@ using System.Diagnostics;
 namespace Dse;
 
 /// <summary>
-/// Incremental maintenance of the greatest closure. The closure is exactly the set of reported versions from which no
-/// dependency path (through the chain of a participant's own versions and the resolved dependencies) reaches a
-/// dangling dependency, one on a version its owner has not reported. Each uncommitted node keeps its resolved edges
-/// to versions outside the closure, the reverse edges, and a count of dangling dependencies, each registered with the
-/// target participant's waiters. A report changes the state of its new version's ancestors only, and usually of
-/// nothing but the new version.
+/// Incremental maintenance of a <see cref="DependencyGraph"/>'s greatest closure. The closure is exactly the set of
+/// reported versions from which no dependency path (through the chain of a participant's own versions and the resolved
+/// dependencies) reaches a dangling dependency, one on a version its owner has not reported. Each uncommitted node
+/// keeps its resolved edges to versions outside the closure, the reverse edges, and a count of dangling dependencies,
+/// each registered with the target participant's waiters. A report changes the state of its new version's ancestors
+/// only, and usually of nothing but the new version.
 /// </summary>
-public sealed partial class DependencyGraph
+/// <remarks>
+/// The graph owns the participants and their chains; this class owns the incremental state on them (the fields of
+/// <see cref="GraphNode"/> and <see cref="GraphParticipant"/> it documents as its own) and whether that state is valid.
+/// The rare paths of the graph invalidate it; the graph's next full recomputation commits the closure and calls
+/// <see cref="Rebuild"/>. Not thread-safe: the graph's owner serializes access.
+/// </remarks>
+internal sealed class IncrementalClosure
 {
-    // Whether the incremental state (Node.Closed, Dangling, edges, Participant.Waiters, ClosedCount) describes the
-    // graph. Cleared by the rare paths; the next AdvanceCommitted recomputes the closure in full and rebuilds it.
-    private bool _incremental = true;
+    private readonly Dictionary<long, GraphParticipant> _participants;
 
-    // Participants with closed versions that AdvanceCommitted has not committed yet (Participant.Dirty set).
-    private readonly List<Participant> _dirty = [];
+    // Raises a participant's committed version (the graph mirrors it into its snapshots).
+    private readonly Action<GraphParticipant, long> _commit;
+
+    // Participants with closed versions that CommitClosed has not committed yet (GraphParticipant.Dirty set).
+    private readonly List<GraphParticipant> _dirty = [];
 
     // Scratch of the searches, reused so that a report allocates nothing but its node (and edge arrays as they grow).
-    private readonly List<Node> _stack = [];
-    private readonly List<Node> _ancestors = [];
-    private readonly List<Node> _blocked = [];
+    private readonly List<GraphNode> _stack = [];
+    private readonly List<GraphNode> _ancestors = [];
+    private readonly List<GraphNode> _blocked = [];
     private int _mark;
 
     // Dependencies on unregistered participants resolved since the last rebuild: they have no waiter entry to be
-    // resolved by, so a registration rebuilds while there are any.
+    // resolved by, so a registration invalidates while there are any.
     private int _danglingOnUnregistered;
 
-    /// <summary>Full recomputations since creation: the rare paths, not reports in order (diagnostics and tests).</summary>
-    internal int FullRecomputeCount { get; private set; }
-
-    /// <summary>Nodes the searches of reports visited since creation: their cost (tests bound it).</summary>
-    internal long SearchedNodes { get; private set; }
-
-    /// <summary>Whether the next advance is incremental (no rare path since the last full recomputation).</summary>
-    internal bool IsIncremental => _incremental;
+    /// <summary>Maintains the closure over <paramref name="participants"/>, which the graph owns and changes.</summary>
+    /// <param name="participants">The graph's participants by id.</param>
+    /// <param name="commit">Raises a participant's committed version.</param>
+    public IncrementalClosure(Dictionary<long, GraphParticipant> participants, Action<GraphParticipant, long> commit)
+    {
+        _participants = participants;
+        _commit = commit;
+    }
 
     /// <summary>
-    /// The closure the incremental state holds (what <see cref="ComputeClosure"/> returns), or null while it is invalid.
-    /// For tests: it must equal the specification after every operation.
+    /// Whether the incremental state (GraphNode.Closed, Dangling, edges, GraphParticipant.Waiters, ClosedCount)
+    /// describes the graph. Cleared by <see cref="Invalidate"/>; set again by <see cref="Rebuild"/>.
     /// </summary>
-    internal Dictionary<long, long>? IncrementalClosure()
+    public bool IsValid { get; private set; } = true;
+
+    /// <summary>Rebuilds since creation: the graph's full recomputations (diagnostics and tests).</summary>
+    public int FullRecomputeCount { get; private set; }
+
+    /// <summary>Nodes the searches of reports visited since creation: their cost (tests bound it).</summary>
+    public long SearchedNodes { get; private set; }
+
+    /// <summary>
+    /// The closure the incremental state holds (what <see cref="DependencyGraph.ComputeClosure"/> returns), or null while
+    /// it is invalid.
+    /// </summary>
+    public Dictionary<long, long>? Closure()
     {
-        if (!_incremental)
+        if (!IsValid)
         {
             return null;
         }
@@ -58,15 +77,27 @@ public sealed partial class DependencyGraph
         return result;
     }
 
-    /// <summary>A rare path changed the graph in a way the incremental state does not follow.</summary>
-    private void Invalidate()
+    /// <summary>
+    /// A participant registered: versions that already depend on it dangle without a waiter entry (it was unknown), so
+    /// the state is rebuilt if there are any.
+    /// </summary>
+    public void OnParticipantAdded()
     {
-        if (!_incremental)
+        if (_danglingOnUnregistered > 0)
+        {
+            Invalidate();
+        }
+    }
+
+    /// <summary>A rare path changed the graph in a way the incremental state does not follow.</summary>
+    public void Invalidate()
+    {
+        if (!IsValid)
         {
             return;
         }
 
-        _incremental = false;
+        IsValid = false;
         foreach (var p in _dirty)
         {
             p.Dirty = false;
@@ -79,7 +110,7 @@ public sealed partial class DependencyGraph
     /// Appends <paramref name="node"/> above <paramref name="p"/>'s latest version and updates the closure: resolves its
     /// dependencies, resolves the waiters its version satisfies, and closes whatever no longer reaches a dangling one.
     /// </summary>
-    private void AddIncremental(Participant p, Node node)
+    public void Append(GraphParticipant p, GraphNode node)
     {
         Debug.Assert(node.Version > p.Latest, "Only an append is incremental.");
         Resolve(node);
@@ -124,7 +155,7 @@ public sealed partial class DependencyGraph
     }
 
     /// <summary>Resolves a node's dependencies against the current graph: dropped, an edge, or a dangling one.</summary>
-    private void Resolve(Node node)
+    private void Resolve(GraphNode node)
     {
         long self = node.Owner.Id;
         foreach (var d in node.Dependencies)
@@ -136,7 +167,7 @@ public sealed partial class DependencyGraph
 
             if (!_participants.TryGetValue(d.ObjectId, out var q))
             {
-                // Unregistered: dangles (ComputeClosure's limit of 0) until it registers, and AddParticipant rebuilds.
+                // Unregistered: dangles (ComputeClosure's limit of 0) until it registers, which invalidates (OnParticipantAdded).
                 if (d.Version > 0)
                 {
                     node.Dangling++;
@@ -168,17 +199,17 @@ public sealed partial class DependencyGraph
         }
     }
 
-    private static void AddEdge(Node from, Node to)
+    private static void AddEdge(GraphNode from, GraphNode to)
     {
-        Append(ref from.Out, ref from.OutCount, to);
-        Append(ref to.In, ref to.InCount, from);
+        Push(ref from.Out, ref from.OutCount, to);
+        Push(ref to.In, ref to.InCount, from);
     }
 
-    private static void Append(ref Node[]? array, ref int count, Node node)
+    private static void Push(ref GraphNode[]? array, ref int count, GraphNode node)
     {
         if (array is null)
         {
-            array = new Node[4];
+            array = new GraphNode[4];
         }
         else if (count == array.Length)
         {
@@ -193,7 +224,7 @@ public sealed partial class DependencyGraph
     /// the first one found. A node reaches the lowest open version of its own chain, so that one is checked at once:
     /// a chain blocked at its bottom (behind a participant that stopped) costs O(1), not its length.
     /// </summary>
-    private bool ReachesDangling(Node start)
+    private bool ReachesDangling(GraphNode start)
     {
         int mark = ++_mark;
         var stack = _stack;
@@ -241,7 +272,7 @@ public sealed partial class DependencyGraph
     /// Whether <paramref name="x"/> (open) dangles or reaches the lowest open version of its chain that dangles. Cheap,
     /// and true for every version above a chain blocked at its bottom (behind a participant that stopped reporting).
     /// </summary>
-    private static bool ChainBlocked(Node x)
+    private static bool ChainBlocked(GraphNode x)
     {
         var owner = x.Owner;
         return x.Dangling > 0 || owner.Uncommitted[owner.ClosedCount].Dangling > 0;
@@ -254,7 +285,7 @@ public sealed partial class DependencyGraph
     /// Ancestors whose chain is blocked at its bottom are left outside too (they provably reach a dangling dependency):
     /// so the search does not walk what lies above them, which a lagging peer would otherwise make it do on every report.
     /// </summary>
-    private void CloseAncestors(Node start)
+    private void CloseAncestors(GraphNode start)
     {
         int inSet = ++_mark;
         var set = _ancestors;
@@ -332,7 +363,7 @@ public sealed partial class DependencyGraph
         }
     }
 
-    private static bool BlockedByOutside(Node x, int inSet)
+    private static bool BlockedByOutside(GraphNode x, int inSet)
     {
         if (x.Dangling > 0 || (x.Prev is { Closed: false } prev && prev.Mark != inSet))
         {
@@ -351,8 +382,8 @@ public sealed partial class DependencyGraph
         return false;
     }
 
-    /// <summary>Marks a node closed: it commits at the next <see cref="AdvanceCommitted"/>.</summary>
-    private void Close(Node node)
+    /// <summary>Marks a node closed: it commits at the next <see cref="CommitClosed"/>.</summary>
+    private void Close(GraphNode node)
     {
         Debug.Assert(!node.Closed && node.Dangling == 0, "Only an open node without dangling dependencies closes.");
         node.Closed = true;
@@ -371,10 +402,10 @@ public sealed partial class DependencyGraph
         }
     }
 
-    /// <summary>Commits each dirty participant's closed prefix; returns whether anything moved.</summary>
-    private bool CommitClosed()
+    /// <summary>Commits each dirty participant's closed prefix; returns whether anything moved. Requires a valid state.</summary>
+    public bool CommitClosed()
     {
-        AssertMatchesSpecification();
+        Debug.Assert(IsValid, "Only a valid incremental state knows what is closed.");
         bool moved = false;
         foreach (var p in _dirty)
         {
@@ -401,7 +432,7 @@ public sealed partial class DependencyGraph
             }
 
             p.ClosedCount = 0;
-            Commit(p, version);
+            _commit(p, version);
             moved = true;
         }
 
@@ -413,7 +444,7 @@ public sealed partial class DependencyGraph
     /// Rebuilds the incremental state from the graph after a full recomputation committed the closure: every version
     /// left is open, and reaches a dangling dependency.
     /// </summary>
-    private void Rebuild()
+    public void Rebuild()
     {
         FullRecomputeCount++;
         _danglingOnUnregistered = 0;
@@ -422,7 +453,7 @@ public sealed partial class DependencyGraph
             p.Waiters.Clear();
             p.ClosedCount = 0;
             p.Dirty = false;
-            Node? prev = null;
+            GraphNode? prev = null;
             foreach (var node in p.Uncommitted)
             {
                 node.Closed = false;
@@ -447,18 +478,6 @@ public sealed partial class DependencyGraph
             }
         }
 
-        _incremental = true;
-    }
-
-    /// <summary>In Debug builds, checks the incremental closure against the specification before each commit.</summary>
-    [Conditional("DEBUG")]
-    private void AssertMatchesSpecification()
-    {
-        var expected = ComputeClosure();
-        var actual = IncrementalClosure()!;
-        foreach (var (id, version) in expected)
-        {
-            Debug.Assert(actual[id] == version, $"Incremental closure of participant {id} is {actual[id]}, the specification says {version}.");
-        }
+        IsValid = true;
     }
 }

@@ -3,7 +3,7 @@ using Microsoft.Extensions.Logging;
 namespace Dse;
 
 /// <summary>Log messages of the LibDse runtime; event ids 1000-1099.</summary>
-internal static partial class DseLog
+internal static partial class DseLogMessages
 {
     [LoggerMessage(EventId = 1000, Level = LogLevel.Information, Message = "StateObject {ObjectId} connected: restored version {Version}, world-line {WorldLine}, restart {IsRestart}")]
     public static partial void Connected(ILogger logger, long objectId, long version, long worldLine, bool isRestart);

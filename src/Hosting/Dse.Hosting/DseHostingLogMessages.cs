@@ -3,7 +3,7 @@ using Microsoft.Extensions.Logging;
 namespace Dse.Hosting;
 
 /// <summary>Source-generated log messages of DSE hosting; event ids 5000-5099 are stable.</summary>
-internal static partial class DseHostingLog
+internal static partial class DseHostingLogMessages
 {
     [LoggerMessage(EventId = 5000, Level = LogLevel.Information, Message = "Connecting {Count} StateObject(s) to coordinator {Coordinator}")]
     public static partial void Connecting(ILogger logger, int count, string coordinator);

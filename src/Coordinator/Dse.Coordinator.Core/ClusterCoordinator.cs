@@ -17,27 +17,36 @@ namespace Dse;
 /// every registered participant to answer (<see cref="IDseCoordinator.ResyncAsync"/> or a connect) before it makes a
 /// decision or moves the boundary past the floors the participants report.</para>
 /// </remarks>
-public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
+public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
 {
+    // This class serves the steady state and publishes the cluster state; its collaborators own the rest of the state,
+    // all guarded by one lock (Sync): ClusterMembers (membership and liveness), DecisionHistory (retained decisions,
+    // world-line), DependencyGraph (the view and the boundary), CoordinatorRecovery (recovery after a restart) and
+    // ColdStart (a whole-cluster restart).
     private readonly Lock _lock = new();
     private readonly ILogger _logger;
-    private readonly int _maxRetainedDecisions;
     private readonly IClusterJournal? _journal;
     private readonly TimeProvider _time;
     private readonly TimeSpan? _heartbeatTimeout;
     private readonly ITimer? _heartbeatTimer;
+    private readonly long _incarnation;
 
     // Serializes the journaled mutations (registrations, decisions, resyncs, the end of recovery). Taken before _lock,
     // never while holding it.
     private readonly SemaphoreSlim _mutate = new(1, 1);
 
-    // All fields below are guarded by _lock. _state is the published snapshot; _changed completes when it is replaced.
+    // The collaborators; their state is guarded by _lock.
     private readonly DependencyGraph _graph = new();
-    private readonly List<RollbackDecision> _decisions = [];
-    private readonly Dictionary<long, Member> _members = [];
-    private long _worldLine;
+    private readonly DecisionHistory _history;
+    private readonly ClusterMembers _members = new();
+    private readonly CoordinatorRecovery _recovery;
+
+    // Set when the options expect a cold start and the journal holds no registration; kept once done, because its
+    // expected ids still decide which new participants may bring stored versions.
+    private readonly ColdStart? _coldStart;
+
+    // Guarded by _lock: _state is the published snapshot, _epoch its number; _changed completes when it is replaced.
     private long _epoch;
-    private readonly long _incarnation;
     private ClusterState _state = ClusterState.Empty;
     private TaskCompletionSource<ClusterState> _changed = NewSignal();
 
@@ -47,13 +56,6 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
     // Set once the journal failed: the outcome of the last append is unknown, so the coordinator stops serving.
     private Exception? _fault;
     private readonly TaskCompletionSource _faulted = new(TaskCreationOptions.RunContinuationsAsynchronously);
-
-    // Cold start (ExpectedParticipants set), guarded by _lock: the expected ids, who has not connected yet, and the
-    // listings and waiting connects of those who have. Nothing enters the graph until the last one arrives.
-    private readonly HashSet<long>? _coldStartExpected;
-    private readonly HashSet<long>? _coldStartMissing;
-    private readonly Dictionary<long, (ConnectRequest Request, TaskCompletionSource<ConnectResponse> Waiter)> _coldStartJoined = [];
-    private bool _coldStartDone;
 
     /// <summary>Creates an empty coordinator without a journal: it does not survive its process.</summary>
     /// <exception cref="ArgumentException">The options are invalid; the message names the option.</exception>
@@ -70,16 +72,16 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
     {
         options.Validate();
         _logger = (ILogger?)options.LoggerFactory?.CreateLogger<ClusterCoordinator>() ?? NullLogger<ClusterCoordinator>.Instance;
-        _maxRetainedDecisions = options.MaxRetainedDecisions;
+        _history = new DecisionHistory(options.MaxRetainedDecisions);
         _journal = journal;
         _time = options.TimeProvider;
         _heartbeatTimeout = options.HeartbeatTimeout;
         _incarnation = incarnation;
         _epoch = incarnation << 32;
+        _recovery = new CoordinatorRecovery(this, incarnation);
         if (coldStart && options.ExpectedParticipants is { } expected)
         {
-            _coldStartExpected = [.. expected];
-            _coldStartMissing = [.. expected];
+            _coldStart = new ColdStart(this, expected);
         }
 
         if (_heartbeatTimeout is { } timeout)
@@ -96,22 +98,13 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         {
             lock (_lock)
             {
-                return _worldLine;
+                return _history.WorldLine;
             }
         }
     }
 
     /// <summary>The coordinator incarnation: 1 for a fresh one, one more with every recovery from the journal.</summary>
-    public long Incarnation
-    {
-        get
-        {
-            lock (_lock)
-            {
-                return _incarnation;
-            }
-        }
-    }
+    public long Incarnation => _incarnation;
 
     /// <summary>The current published state, without waiting.</summary>
     public ClusterState State
@@ -140,6 +133,75 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
     /// <summary>Completes when the coordinator stops serving (<see cref="Fault"/> is set); a host restarts it then.</summary>
     public Task Faulted => _faulted.Task;
 
+    /// <summary>The lock that guards this coordinator's state and its collaborators'.</summary>
+    internal Lock Sync => _lock;
+
+    /// <summary>The graph view. Under <see cref="Sync"/>.</summary>
+    internal DependencyGraph Graph => _graph;
+
+    /// <summary>The retained decisions and the world-line. Under <see cref="Sync"/>.</summary>
+    internal DecisionHistory History => _history;
+
+    /// <summary>The registered participants. Under <see cref="Sync"/>.</summary>
+    internal ClusterMembers Members => _members;
+
+    /// <summary>The published state. Under <see cref="Sync"/>.</summary>
+    internal ClusterState PublishedState => _state;
+
+    /// <summary>The clock of heartbeats.</summary>
+    internal TimeProvider Time => _time;
+
+    /// <summary>The coordinator's logger, for its collaborators.</summary>
+    internal ILogger Logger => _logger;
+
+    /// <summary>
+    /// Opens a journaled coordinator: replays <paramref name="recovered"/> (membership, decisions, acknowledgements),
+    /// journals the start of a new incarnation, and, if any participant was registered, enters recovery: no decision
+    /// and no boundary advance until every registered participant has answered with a resync or a connect.
+    /// </summary>
+    /// <param name="journal">Where cluster changes are made durable.</param>
+    /// <param name="recovered">The entries an earlier incarnation journaled, oldest first (empty for a new cluster).</param>
+    /// <param name="options">Options; <see cref="ClusterCoordinatorOptions.ExpectedParticipants"/> only applies to an empty journal.</param>
+    /// <param name="cancellationToken">Cancels the start.</param>
+    /// <exception cref="InvalidDataException">The entries contradict each other (a decision about an unknown participant, world-lines out of order).</exception>
+    public static async Task<ClusterCoordinator> OpenAsync(IClusterJournal journal, IReadOnlyList<ClusterJournalEntry> recovered, ClusterCoordinatorOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(journal);
+        ArgumentNullException.ThrowIfNull(recovered);
+        options ??= new ClusterCoordinatorOptions();
+        long lastIncarnation = 0;
+        bool anyRegistered = false;
+        foreach (var entry in recovered)
+        {
+            if (entry is CoordinatorStartedEntry started)
+            {
+                lastIncarnation = Math.Max(lastIncarnation, started.Incarnation);
+            }
+
+            anyRegistered |= entry is ParticipantRegisteredEntry or RollbackDecidedEntry { Decision.Reason: RollbackReason.ColdStart };
+        }
+
+        var coordinator = new ClusterCoordinator(options, journal, lastIncarnation + 1, coldStart: !anyRegistered);
+        try
+        {
+            coordinator._recovery.Replay(recovered);
+            await coordinator.JournalAsync(new CoordinatorStartedEntry(lastIncarnation + 1), cancellationToken).ConfigureAwait(false);
+            lock (coordinator._lock)
+            {
+                coordinator.Publish();
+            }
+
+            ClusterCoordinatorLogMessages.Started(coordinator._logger, lastIncarnation + 1, coordinator._members.Count, coordinator._history.WorldLine, coordinator._recovery.AwaitingCount);
+
+            return coordinator;
+        }
+        catch
+        {
+            await coordinator.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
     /// <inheritdoc />
     public async ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default)
     {
@@ -157,40 +219,40 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
                 ThrowIfFaulted();
 
                 // A cold start is only ever entered, never re-entered: once it completed it is over for good.
-                if (_coldStartMissing is not null && !_coldStartDone)
+                if (_coldStart is { IsDone: false })
                 {
                     kind = ConnectKind.ColdStart;
-                    coldStart = JoinColdStart(request);
+                    coldStart = _coldStart.Join(request);
                 }
-                else if (!_members.ContainsKey(request.ObjectId))
+                else if (!_members.Contains(request.ObjectId))
                 {
                     kind = ConnectKind.New;
-                    if (_coldStartExpected is not null && request.PersistedVersions.Count > 0)
+                    if (_coldStart is not null && request.PersistedVersions.Count > 0)
                     {
                         // Storage from before the restart that the cold start never saw cannot be checked against its cut.
-                        throw new DseCoordinatorException(CoordinatorErrorCode.NotExpected, $"Participant {request.ObjectId} brings stored versions but was not among the expected participants of the cold start ({string.Join(", ", _coldStartExpected.Order())}); add it to ExpectedParticipants or start it on empty storage.");
+                        throw new DseCoordinatorException(CoordinatorErrorCode.NotExpected, $"Participant {request.ObjectId} brings stored versions but was not among the expected participants of the cold start ({_coldStart.ExpectedList}); add it to ExpectedParticipants or start it on empty storage.");
                     }
                 }
                 else
                 {
-                    kind = _awaiting is not null ? ConnectKind.RecoveryAnswer : ConnectKind.Restart;
+                    kind = _recovery.IsRecovering ? ConnectKind.RecoveryAnswer : ConnectKind.Restart;
                 }
             }
 
             switch (kind)
             {
                 case ConnectKind.ColdStart:
-                    if (ColdStartReady())
+                    if (_coldStart!.IsReady())
                     {
                         // Everyone's cold start, not only this caller's: its cancellation must not abandon it halfway.
-                        await FinishColdStartAsync(CancellationToken.None).ConfigureAwait(false);
+                        await _coldStart.FinishAsync(CancellationToken.None).ConfigureAwait(false);
                     }
 
                     break;
                 case ConnectKind.New:
                     return await RegisterAsync(request).ConfigureAwait(false);
                 case ConnectKind.RecoveryAnswer:
-                    return await AnswerRecoveryWithConnectAsync(request).ConfigureAwait(false);
+                    return await _recovery.AnswerWithConnectAsync(request).ConfigureAwait(false);
                 default:
                     return await RestartAsync(request).ConfigureAwait(false);
             }
@@ -201,7 +263,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         }
 
         // Outside the mutation lock: the other cold-start participants must be able to join meanwhile.
-        return await AwaitColdStartAsync(request.ObjectId, coldStart!, cancellationToken).ConfigureAwait(false);
+        return await _coldStart!.AwaitAsync(request.ObjectId, coldStart!, cancellationToken).ConfigureAwait(false);
     }
 
     /// <summary>A new id joins: journaled first, then its stored versions enter the graph.</summary>
@@ -211,23 +273,23 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         await JournalAsync(new ParticipantRegisteredEntry(id)).ConfigureAwait(false);
         lock (_lock)
         {
-            _members[id] = new Member(_time.GetTimestamp());
+            _members.Register(id, _time.GetTimestamp());
             _graph.AddParticipant(id);
-            var surviving = Surviving(id, request.PersistedVersions);
+            var surviving = _history.Surviving(id, request.PersistedVersions, _graph);
             foreach (var r in surviving)
             {
                 _graph.Add(id, r);
             }
 
             long restore = surviving.Count > 0 ? surviving[^1].Version : 0;
-            if (_awaiting is null)
+            if (!_recovery.IsRecovering)
             {
                 _graph.AdvanceCommitted();
             }
 
             Publish();
-            CoordinatorLog.Registered(_logger, id, restore, _worldLine);
-            return new ConnectResponse(_worldLine, restore, false, _state);
+            ClusterCoordinatorLogMessages.Registered(_logger, id, restore, _history.WorldLine);
+            return new ConnectResponse(_history.WorldLine, restore, false, _state);
         }
     }
 
@@ -241,11 +303,11 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         RollbackDecision decision;
         lock (_lock)
         {
-            var surviving = Surviving(id, request.PersistedVersions);
+            var surviving = _history.Surviving(id, request.PersistedVersions, _graph);
             long cap = surviving.Count > 0 ? surviving[^1].Version : _graph.CommittedVersion(id);
             _graph.ReplaceUncommitted(id, surviving);
             var cut = _graph.ComputeClosure(new Dictionary<long, long> { [id] = cap });
-            decision = new RollbackDecision(_worldLine + 1, id, cut, RollbackReason.Restart);
+            decision = new RollbackDecision(_history.WorldLine + 1, id, cut, RollbackReason.Restart);
             _blocked = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         }
 
@@ -259,11 +321,11 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
             CommitDecision(decision);
             if (wasRemoved)
             {
-                CoordinatorLog.Rejoined(_logger, id);
+                ClusterCoordinatorLogMessages.Rejoined(_logger, id);
             }
 
-            CoordinatorLog.RollbackDecided(_logger, id, decision.WorldLine, decision.CutFor(id), decision);
-            return new ConnectResponse(_worldLine, decision.CutFor(id), true, _state);
+            ClusterCoordinatorLogMessages.RollbackDecided(_logger, id, decision.WorldLine, decision.CutFor(id), decision);
+            return new ConnectResponse(_history.WorldLine, decision.CutFor(id), true, _state);
         }
     }
 
@@ -282,7 +344,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         {
             var error = new DseCoordinatorException(CoordinatorErrorCode.Unavailable, $"The coordinator could not apply the durable decision of world-line {decision.WorldLine}; it stopped serving and must be restarted.", ex);
             StopServing(ex, error);
-            CoordinatorLog.Faulted(_logger, ex);
+            ClusterCoordinatorLogMessages.Faulted(_logger, ex);
             throw error;
         }
     }
@@ -301,13 +363,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
 
     private void ApplyDecision(RollbackDecision decision)
     {
-        _worldLine = decision.WorldLine;
-        _decisions.Add(decision);
-        if (_decisions.Count > _maxRetainedDecisions)
-        {
-            _decisions.RemoveAt(0);
-        }
-
+        _history.Record(decision);
         _graph.Apply(decision);
         if (decision.Reason == RollbackReason.Restart)
         {
@@ -315,78 +371,20 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
             _graph.Acknowledge(decision.FailedObjectId, decision.WorldLine, decision.CutFor(decision.FailedObjectId));
         }
 
-        if (_awaiting is null)
+        if (!_recovery.IsRecovering)
         {
             _graph.AdvanceCommitted();
         }
 
         // Reports (and so the sign of life they carry) waited while the decision was journaled: no one goes silent
         // for a slow journal write.
-        long now = _time.GetTimestamp();
-        foreach (var member in _members.Values)
-        {
-            member.LastSeen = now;
-        }
+        _members.TouchAll(_time.GetTimestamp());
 
         Publish();
         var blocked = _blocked;
         _blocked = null;
         blocked?.TrySetResult();
     }
-
-    /// <summary>
-    /// The prefix of <paramref name="listed"/> above the committed version that the current lineage can still contain:
-    /// it stops at the first version a later decision removed (by its own number, or because it observed a version of
-    /// another participant above that decision's cut), because what follows a lost version in a lineage is lost too.
-    /// Under _lock.
-    /// </summary>
-    private List<VersionReport> Surviving(long id, IReadOnlyList<VersionReport> listed)
-    {
-        long committed = _graph.CommittedVersion(id);
-        var result = new List<VersionReport>(listed.Count);
-        foreach (var r in listed)
-        {
-            if (r.Version <= committed)
-            {
-                continue;
-            }
-
-            if (BeyondRetention(r.WorldLine) || _graph.IsStale(id, r.Version, r.WorldLine, _decisions) || ObservedRemovedState(r))
-            {
-                break;
-            }
-
-            result.Add(r);
-        }
-
-        return result;
-    }
-
-    /// <summary>Whether a fragment of world-line w observed a version that a decision after w did not keep.</summary>
-    private bool ObservedRemovedState(VersionReport report)
-    {
-        foreach (var decision in _decisions)
-        {
-            if (decision.WorldLine <= report.WorldLine)
-            {
-                continue;
-            }
-
-            foreach (var d in report.Dependencies)
-            {
-                // A participant the decision does not list joined later, so the fragment cannot have observed it before.
-                if (decision.Cut.TryGetValue(d.ObjectId, out long cut) && d.Version > cut)
-                {
-                    return true;
-                }
-            }
-        }
-
-        return false;
-    }
-
-    /// <summary>Whether world-line <paramref name="worldLine"/> is older than the retained decisions can check. Under _lock.</summary>
-    private bool BeyondRetention(long worldLine) => _decisions.Count > 0 && worldLine < _decisions[0].WorldLine - 1;
 
     /// <inheritdoc />
     public ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default)
@@ -432,26 +430,27 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
     private ReportOutcome ReportLocked(long objectId, VersionReport report)
     {
         ThrowIfFaulted();
-        var member = Known(objectId);
-        if (_awaiting is not null && _awaiting.Contains(objectId))
+        var member = _members.Known(objectId);
+        if (_recovery.Awaits(objectId))
         {
-            throw ResyncRequired(objectId);
+            throw new DseCoordinatorException(CoordinatorErrorCode.ResyncRequired, $"The coordinator restarted (incarnation {_incarnation}); participant {objectId} must resync its durable versions before reporting.");
         }
 
         member.LastSeen = _time.GetTimestamp();
-        if (report.WorldLine > _worldLine)
+        long worldLine = _history.WorldLine;
+        if (report.WorldLine > worldLine)
         {
-            throw new DseCoordinatorException(CoordinatorErrorCode.FutureWorldLine, $"Participant {objectId} reported version {report.Version} from world-line {report.WorldLine}, ahead of the coordinator's {_worldLine}.");
+            throw new DseCoordinatorException(CoordinatorErrorCode.FutureWorldLine, $"Participant {objectId} reported version {report.Version} from world-line {report.WorldLine}, ahead of the coordinator's {worldLine}.");
         }
 
         // A report older than the retained decisions cannot be checked against them: refuse it as stale.
-        if (BeyondRetention(report.WorldLine) || _graph.IsStale(objectId, report.Version, report.WorldLine, _decisions))
+        if (_history.BeyondRetention(report.WorldLine) || _graph.IsStale(objectId, report.Version, report.WorldLine, _history.Retained))
         {
             return ReportOutcome.Stale;
         }
 
         var outcome = _graph.Add(objectId, report);
-        if (outcome == ReportOutcome.Accepted && _awaiting is null && _graph.AdvanceCommitted())
+        if (outcome == ReportOutcome.Accepted && !_recovery.IsRecovering && _graph.AdvanceCommitted())
         {
             Publish();
         }
@@ -466,8 +465,8 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         lock (_lock)
         {
             ThrowIfFaulted();
-            Known(objectId, allowRemoved: true).LastSeen = _time.GetTimestamp();
-            if (worldLine > _worldLine || worldLine <= 0)
+            _members.Known(objectId, allowRemoved: true).LastSeen = _time.GetTimestamp();
+            if (worldLine > _history.WorldLine || worldLine <= 0)
             {
                 throw new DseCoordinatorException(CoordinatorErrorCode.FutureWorldLine, $"Participant {objectId} acknowledged world-line {worldLine}, which the coordinator has not decided.");
             }
@@ -487,13 +486,31 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
     }
 
     /// <inheritdoc />
+    public async ValueTask<ClusterState> ResyncAsync(ResyncRequest request, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        ArgumentNullException.ThrowIfNull(request.CommittedView);
+        cancellationToken.ThrowIfCancellationRequested();
+        ValidateAscending(request.ObjectId, request.DurableVersions);
+        await _mutate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            return await _recovery.ResyncAsync(request).ConfigureAwait(false);
+        }
+        finally
+        {
+            _mutate.Release();
+        }
+    }
+
+    /// <inheritdoc />
     public ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default)
     {
         cancellationToken.ThrowIfCancellationRequested();
         lock (_lock)
         {
             ThrowIfFaulted();
-            Known(objectId).LastSeen = _time.GetTimestamp();
+            _members.Known(objectId).LastSeen = _time.GetTimestamp();
         }
 
         return ValueTask.CompletedTask;
@@ -528,46 +545,123 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         return await next.WaitAsync(cancellationToken).ConfigureAwait(false);
     }
 
+    /// <summary>
+    /// Removes a participant from the cluster: its unreported state counts as lost, so a decision rolls back whatever
+    /// depends on it, and its requests are refused until it connects again (which is a restart like any other). While
+    /// the coordinator recovers, this also stands in for the participant's answer; the caller accepts the risk that
+    /// the removed participant exposed state the others' reports cannot reconstruct (docs/coordinator.md).
+    /// </summary>
+    /// <returns>False if the participant was already removed.</returns>
+    /// <exception cref="DseCoordinatorException">The participant is unknown.</exception>
+    public async Task<bool> RemoveParticipantAsync(long objectId, CancellationToken cancellationToken = default)
+    {
+        await _mutate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            bool endRecovery = false;
+            bool recovering;
+            lock (_lock)
+            {
+                ThrowIfFaulted();
+                var member = _members.Known(objectId, allowRemoved: true);
+                if (member.Removed)
+                {
+                    return false;
+                }
+
+                recovering = _recovery.IsRecovering;
+                if (recovering)
+                {
+                    endRecovery = _recovery.RemoveWhileRecovering(objectId, member);
+                }
+            }
+
+            if (endRecovery)
+            {
+                await _recovery.EndAsync().ConfigureAwait(false);
+            }
+            else if (!recovering)
+            {
+                await DecideRemovalAsync(objectId, "removed by an operator").ConfigureAwait(false);
+            }
+
+            return true;
+        }
+        finally
+        {
+            _mutate.Release();
+        }
+    }
+
+    /// <summary>
+    /// Removes every participant not heard from within <see cref="ClusterCoordinatorOptions.HeartbeatTimeout"/> (none
+    /// while recovering). The heartbeat timer calls this; tests on a fake clock call it directly.
+    /// </summary>
+    /// <returns>The removed participants.</returns>
+    public async Task<IReadOnlyList<long>> RemoveSilentParticipantsAsync(CancellationToken cancellationToken = default)
+    {
+        if (_heartbeatTimeout is not { } timeout)
+        {
+            return [];
+        }
+
+        await _mutate.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            List<long> silent;
+            lock (_lock)
+            {
+                if (_fault is not null || _recovery.IsRecovering || _coldStart is { IsDone: false })
+                {
+                    return [];
+                }
+
+                silent = _members.Silent(_time, timeout);
+            }
+
+            foreach (long id in silent)
+            {
+                await DecideRemovalAsync(id, $"no heartbeat within {timeout.TotalSeconds:0.###} s").ConfigureAwait(false);
+            }
+
+            return silent;
+        }
+        finally
+        {
+            _mutate.Release();
+        }
+    }
+
+    /// <summary>
+    /// The removal decision: the cap is what the participant reported, so dependents of anything it did not report roll
+    /// back and the boundary can move again. Journaled before anyone sees it. Called under _mutate, outside recovery.
+    /// </summary>
+    internal async ValueTask DecideRemovalAsync(long id, string because)
+    {
+        RollbackDecision decision;
+        lock (_lock)
+        {
+            ThrowIfFaulted();
+            decision = new RollbackDecision(_history.WorldLine + 1, id, _graph.ComputeClosure(), RollbackReason.Removed);
+            _blocked = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        }
+
+        await JournalAsync(new RollbackDecidedEntry(decision)).ConfigureAwait(false);
+        lock (_lock)
+        {
+            var member = _members[id];
+            member.Removed = true;
+            member.RemovedBecause = $"{because}; removed at world-line {decision.WorldLine}";
+            CommitDecision(decision);
+            ClusterCoordinatorLogMessages.ParticipantRemoved(_logger, id, because, decision.WorldLine, decision);
+        }
+    }
+
     /// <summary>Stops the heartbeat timer; the state stays readable.</summary>
     public ValueTask DisposeAsync() => _heartbeatTimer?.DisposeAsync() ?? ValueTask.CompletedTask;
 
-    private static TaskCompletionSource<ClusterState> NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
-
-    private static void ValidateAscending(long objectId, IReadOnlyList<VersionReport> versions)
-    {
-        ArgumentNullException.ThrowIfNull(versions);
-        long previous = 0;
-        foreach (var r in versions)
-        {
-            if (r is null || r.Version <= previous)
-            {
-                throw new DseCoordinatorException($"Participant {objectId} listed version {r?.Version} after {previous}; persisted versions must be positive and ascending.");
-            }
-
-            previous = r.Version;
-        }
-    }
-
-    /// <summary>The member record of a registered participant, or the documented error. Under _lock.</summary>
-    private Member Known(long objectId, bool allowRemoved = false)
-    {
-        if (!_members.TryGetValue(objectId, out var member))
-        {
-            throw new DseCoordinatorException(CoordinatorErrorCode.UnknownParticipant, $"Participant {objectId} is not registered; connect before anything else.");
-        }
-
-        if (member.Removed && !allowRemoved)
-        {
-            throw new DseCoordinatorException(CoordinatorErrorCode.Removed, $"Participant {objectId} was removed from the cluster ({member.RemovedBecause}); restart it so that it connects again.");
-        }
-
-        return member;
-    }
-
-    private DseCoordinatorException ResyncRequired(long objectId) =>
-        new(CoordinatorErrorCode.ResyncRequired, $"The coordinator restarted (incarnation {_incarnation}); participant {objectId} must resync its durable versions before reporting.");
-
-    private void ThrowIfFaulted()
+    /// <summary>Throws the documented refusal once the coordinator stopped serving. Under <see cref="Sync"/>.</summary>
+    internal void ThrowIfFaulted()
     {
         if (_fault is not null)
         {
@@ -576,7 +670,7 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
     }
 
     /// <summary>Appends to the journal, if any; a failure stops the coordinator, because the outcome is unknown.</summary>
-    private async ValueTask JournalAsync(ClusterJournalEntry entry, CancellationToken cancellationToken = default)
+    internal async ValueTask JournalAsync(ClusterJournalEntry entry, CancellationToken cancellationToken = default)
     {
         if (_journal is null)
         {
@@ -598,22 +692,54 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
                 StopServing(ex, new DseCoordinatorException(CoordinatorErrorCode.Unavailable, "The coordinator stopped serving because its journal failed; restart it.", ex));
             }
 
-            CoordinatorLog.Faulted(_logger, ex);
+            ClusterCoordinatorLogMessages.Faulted(_logger, ex);
             throw new DseCoordinatorException(CoordinatorErrorCode.Unavailable, $"The coordinator could not make a cluster change durable ({entry.GetType().Name}); it stopped serving and must be restarted.", ex);
         }
     }
 
-    private void Publish()
+    /// <summary>Publishes the current world-line, decisions and boundary as the next state. Under <see cref="Sync"/>.</summary>
+    internal void Publish()
     {
         _epoch++;
-        _state = new ClusterState(_epoch, _worldLine, _decisions.ToArray(), _graph.CommittedSnapshot())
+        _state = new ClusterState(_epoch, _history.WorldLine, _history.Snapshot(), _graph.CommittedSnapshot())
         {
             Incarnation = _incarnation,
-            IsRecovering = _awaiting is not null,
+            IsRecovering = _recovery.IsRecovering,
         };
         var signal = _changed;
         _changed = NewSignal();
         signal.TrySetResult(_state);
+    }
+
+    private static TaskCompletionSource<ClusterState> NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    private static void ValidateAscending(long objectId, IReadOnlyList<VersionReport> versions)
+    {
+        ArgumentNullException.ThrowIfNull(versions);
+        long previous = 0;
+        foreach (var r in versions)
+        {
+            if (r is null || r.Version <= previous)
+            {
+                throw new DseCoordinatorException($"Participant {objectId} listed version {r?.Version} after {previous}; persisted versions must be positive and ascending.");
+            }
+
+            previous = r.Version;
+        }
+    }
+
+    private void OnHeartbeatTimer() => _ = SweepAsync();
+
+    private async Task SweepAsync()
+    {
+        try
+        {
+            await RemoveSilentParticipantsAsync().ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            ClusterCoordinatorLogMessages.SweepFailed(_logger, ex);
+        }
     }
 
     private enum ConnectKind
@@ -622,15 +748,5 @@ public sealed partial class ClusterCoordinator : IDseCoordinator, IAsyncDisposab
         New,
         RecoveryAnswer,
         Restart,
-    }
-
-    /// <summary>A registered participant. Guarded by the coordinator's _lock.</summary>
-    private sealed class Member(long lastSeen)
-    {
-        public long LastSeen { get; set; } = lastSeen;
-
-        public bool Removed { get; set; }
-
-        public string RemovedBecause { get; set; } = string.Empty;
     }
 }

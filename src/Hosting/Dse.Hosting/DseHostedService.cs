@@ -54,7 +54,7 @@ internal sealed class DseHostedService(
         }
 
         _connections = connections;
-        DseHostingLog.Connecting(logger, connections.Length, _coordinatorName);
+        DseHostingLogMessages.Connecting(logger, connections.Length, _coordinatorName);
         var stopping = _stopping.Token;
         _connecting = Task.Run(() => ConnectAllAsync(connections, stopping), CancellationToken.None);
         return Task.CompletedTask;
@@ -84,7 +84,7 @@ internal sealed class DseHostedService(
 
         await StopAsync(cancellationToken).ConfigureAwait(false);
         var timeout = options.Value.ShutdownTimeout;
-        DseHostingLog.Stopping(logger, connections.Length, timeout);
+        DseHostingLogMessages.Stopping(logger, connections.Length, timeout);
         var commits = new Task[connections.Length];
         for (int i = 0; i < connections.Length; i++)
         {
@@ -100,7 +100,7 @@ internal sealed class DseHostedService(
             }
             catch (Exception ex)
             {
-                DseHostingLog.DisposeFailed(logger, connection.StateObject.Id, ex);
+                DseHostingLogMessages.DisposeFailed(logger, connection.StateObject.Id, ex);
             }
         }
     }
@@ -136,7 +136,7 @@ internal sealed class DseHostedService(
             return;
         }
 
-        DseHostingLog.Ready(logger, connections.Length);
+        DseHostingLogMessages.Ready(logger, connections.Length);
         _ready.TrySetResult();
     }
 
@@ -153,7 +153,7 @@ internal sealed class DseHostedService(
             {
                 await stateObject.ConnectAsync(coordinator, stopping).ConfigureAwait(false);
                 connection.Connected();
-                DseHostingLog.Connected(logger, stateObject.Id, _coordinatorName, attempt);
+                DseHostingLogMessages.Connected(logger, stateObject.Id, _coordinatorName, attempt);
                 return;
             }
             catch (OperationCanceledException) when (stopping.IsCancellationRequested)
@@ -163,12 +163,12 @@ internal sealed class DseHostedService(
             catch (Exception ex) when (IsTransient(ex))
             {
                 connection.Retrying(ex);
-                DseHostingLog.ConnectRetrying(logger, stateObject.Id, _coordinatorName, attempt, ex.Message, delay);
+                DseHostingLogMessages.ConnectRetrying(logger, stateObject.Id, _coordinatorName, attempt, ex.Message, delay);
             }
             catch (Exception ex)
             {
                 connection.Failed(ex);
-                DseHostingLog.ConnectFailed(logger, stateObject.Id, _coordinatorName, ex);
+                DseHostingLogMessages.ConnectFailed(logger, stateObject.Id, _coordinatorName, ex);
                 return;
             }
 
@@ -216,15 +216,15 @@ internal sealed class DseHostedService(
             // Everything before the current version was handed to Persist already; so is the current one afterwards.
             await stateObject.AdvanceVersionAsync(hostStopping).ConfigureAwait(false);
             await stateObject.WaitForCommitAsync(version, worldLine, bounded.Token).ConfigureAwait(false);
-            DseHostingLog.CommittedAtStop(logger, stateObject.Id, version);
+            DseHostingLogMessages.CommittedAtStop(logger, stateObject.Id, version);
         }
         catch (OperationCanceledException) when (bounded.IsCancellationRequested)
         {
-            DseHostingLog.CommitTimedOut(logger, stateObject.Id, version, timeout);
+            DseHostingLogMessages.CommitTimedOut(logger, stateObject.Id, version, timeout);
         }
         catch (Exception ex)
         {
-            DseHostingLog.CommitFailedAtStop(logger, stateObject.Id, version, ex);
+            DseHostingLogMessages.CommitFailedAtStop(logger, stateObject.Id, version, ex);
         }
     }
 }

@@ -3,7 +3,7 @@ using Microsoft.Extensions.Logging;
 namespace Dse.Storage;
 
 /// <summary>Source-generated log messages of the storage layer; event ids are stable (1000-1299; fencing 4260-4269).</summary>
-internal static partial class StorageLog
+internal static partial class StorageLogMessages
 {
     [LoggerMessage(EventId = 1201, Level = LogLevel.Error,
         Message = "Write of {Length} bytes at offset {Offset} to page blob '{BlobName}' failed with error code {ErrorCode}.")]

@@ -1,0 +1,4 @@
+namespace Dse;
+
+/// <summary>One durable cluster change.</summary>
+public abstract record ClusterJournalEntry;

@@ -1,0 +1,14 @@
+namespace Dse;
+
+/// <summary>A registered participant of a <see cref="ClusterCoordinator"/>. Guarded by the coordinator's lock.</summary>
+internal sealed class ClusterMember(long lastSeen)
+{
+    /// <summary>When the coordinator last heard from it (a <see cref="TimeProvider"/> timestamp).</summary>
+    public long LastSeen { get; set; } = lastSeen;
+
+    /// <summary>Whether it was removed: its requests are refused until it connects again.</summary>
+    public bool Removed { get; set; }
+
+    /// <summary>Why it was removed, for the refusals' messages.</summary>
+    public string RemovedBecause { get; set; } = string.Empty;
+}

@@ -1,0 +1,17 @@
+namespace Dse.Coordinator.Host;
+
+/// <summary>Log messages of the host; event ids 3250-3259 of the coordinator's 3200-3299.</summary>
+internal static partial class HostLogMessages
+{
+    [LoggerMessage(EventId = 3250, Level = LogLevel.Information, Message = "DSE coordinator listening on {Address} with log {Log}")]
+    public static partial void Listening(ILogger logger, string address, string log);
+
+    [LoggerMessage(EventId = 3253, Level = LogLevel.Information, Message = "DSE coordinator health on {Address} (HTTP/1.1)")]
+    public static partial void ServingHealth(ILogger logger, string address);
+
+    [LoggerMessage(EventId = 3251, Level = LogLevel.Critical, Message = "The coordinator log {Log} is held by another coordinator; this host exits: {Reason}")]
+    public static partial void Fenced(ILogger logger, string log, string reason);
+
+    [LoggerMessage(EventId = 3252, Level = LogLevel.Critical, Message = "The coordinator could not start; this host exits")]
+    public static partial void StartFailed(ILogger logger, Exception exception);
+}
