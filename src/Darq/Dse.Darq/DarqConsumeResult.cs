@@ -8,7 +8,7 @@ namespace Dse.Darq;
 /// A processor that acknowledges messages one at a time awaits one of these per message, so its size matters: a
 /// <see cref="ValueTask{TResult}"/> of it is 24 bytes, whose fields the JIT keeps in registers, where the general
 /// <see cref="DarqStepResult"/>'s 32-byte task is copied between stack slots as a block right after being written field
-/// by field, and each copy waits for those writes (docs/benchmarks.md, fourteenth pass).
+/// by field, and each copy waits for those writes (docs/benchmarks.md, darq-step).
 /// </remarks>
 public readonly record struct DarqConsumeResult
 {

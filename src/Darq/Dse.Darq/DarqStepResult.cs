@@ -8,8 +8,7 @@ namespace Dse.Darq;
 /// <remarks>
 /// The size matters on the step path. A processor awaits a <see cref="ValueTask{TResult}"/> of this type for every step,
 /// and the JIT copies that task between stack slots as a block right after writing it field by field, so each copy waits
-/// for the writes. The first version (two lists and two addresses, a 48-byte task) took four such copies, about a tenth
-/// of a consume-only step; this one's 32-byte task takes two (docs/benchmarks.md, thirteenth pass).
+/// for the writes: the smaller the task, the fewer such copies (docs/benchmarks.md, darq-step).
 /// </remarks>
 public readonly record struct DarqStepResult
 {
@@ -61,7 +60,7 @@ public readonly record struct DarqStepResult
     /// <summary>The log address that must be committed for the step to be durable (see <see cref="Darq.WaitForCommitAsync(long, CancellationToken)"/>).</summary>
     public long DurableAt => _detail?.DurableAt ?? (_packed & AddressMask) + (long)((ulong)_packed >> AddressBits);
 
-    /// <summary>Gives the four parts, as the positional record this type used to be did.</summary>
+    /// <summary>Gives the four parts: the SELF and OUT LSNs, the completion LSN and the address to await.</summary>
     /// <param name="selfLsns">The SELF messages' LSNs.</param>
     /// <param name="outLsns">The OUT messages' LSNs.</param>
     /// <param name="completionLsn">The completion record's address.</param>
