@@ -34,6 +34,16 @@ public sealed class DarqProcessor
     /// <summary>Speculation off: messages not yet committed, in delivery order, held back until a commit covers them.</summary>
     private readonly Queue<DarqMessage>? _held;
 
+    /// <summary>The automatic checkpoint policy; null when off.</summary>
+    private AutoCheckpointPolicy? _autoCheckpoint;
+
+    /// <summary>Steps through this processor since the last automatic checkpoint attempt.</summary>
+    private long _stepsSinceCheckpoint;
+
+    private DarqCheckpointResult? _lastAutoCheckpoint;
+
+    private Exception? _lastAutoCheckpointError;
+
     internal DarqProcessor(Darq darq, long incarnation, int replayCount, bool holdUncommitted = false, long replayEnd = long.MaxValue)
     {
         _darq = darq;
@@ -267,16 +277,6 @@ public sealed class DarqProcessor
         // One reader: no other thread writes this count.
         private void NoteRead() => Volatile.Write(ref owner._read, owner._read + 1);
     }
-
-    /// <summary>The automatic checkpoint policy; null when off.</summary>
-    private AutoCheckpointPolicy? _autoCheckpoint;
-
-    /// <summary>Steps through this processor since the last automatic checkpoint attempt.</summary>
-    private long _stepsSinceCheckpoint;
-
-    private DarqCheckpointResult? _lastAutoCheckpoint;
-
-    private Exception? _lastAutoCheckpointError;
 
     /// <summary>The last automatic checkpoint that compacted something (its snapshot's LSNs); null before the first.</summary>
     public DarqCheckpointResult? LastAutoCheckpoint => Volatile.Read(ref _lastAutoCheckpoint);

@@ -13,9 +13,9 @@ internal sealed class NoDseKvService(PlainKvStore store) : KeyValueService.KeyVa
         return Task.FromResult(value is null ? new GetReply() : new GetReply { Found = true, Value = UnsafeByteOperations.UnsafeWrap(value) });
     }
 
-    public override Task<PutReply> Put(PutRequest request, ServerCallContext context)
+    public override async Task<PutReply> Put(PutRequest request, ServerCallContext context)
     {
-        store.Put(request.Key.Span, request.Value.Span);
-        return Task.FromResult(new PutReply());
+        await store.PutAsync(request.Key.Memory, request.Value.Memory).ConfigureAwait(false);
+        return new PutReply();
     }
 }

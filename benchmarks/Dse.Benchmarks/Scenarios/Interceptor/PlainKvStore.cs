@@ -8,7 +8,7 @@ namespace Dse.Benchmarks.Scenarios.Interceptor;
 /// <summary>
 /// The no-DSE baseline's store: FasterKV with SpeculativeKv's key/value types and settings and the same per-operation
 /// work (SpeculativeKv's own <see cref="KvOperations"/>, key and value checks, a session per operation, the shared lock
-/// stored procedures would take exclusively, a striped lock around writes), persisted by a plain fold-over checkpoint
+/// stored procedures would take exclusively, a stripe around writes, waited for asynchronously), persisted by a plain fold-over checkpoint
 /// every group-commit period through the same <see cref="PoolSafeCommitManager"/> SpeculativeKv uses. No StateObject,
 /// no actions, no headers: SpeculativeKv with the DSE protocol taken out. Nothing here takes the exclusive lock; its
 /// shared side is taken per operation only so that operations cost what SpeculativeKv's do.
@@ -22,7 +22,7 @@ internal sealed class PlainKvStore : IAsyncDisposable
     private readonly PoolSafeCommitManager _checkpoints;
     private readonly FasterKV<SpanByte, SpanByte> _faster;
     private readonly ReaderWriterLockSlim _exclusive = new(LockRecursionPolicy.NoRecursion);
-    private readonly Lock[] _stripes = new Lock[StripeCount];
+    private readonly SemaphoreSlim[] _stripes = new SemaphoreSlim[StripeCount];
     private readonly CancellationTokenSource _stop = new();
     private readonly Task _checkpointLoop;
 
@@ -42,7 +42,7 @@ internal sealed class PlainKvStore : IAsyncDisposable
             new CheckpointSettings { CheckpointManager = _checkpoints, RemoveOutdated = true });
         for (int i = 0; i < StripeCount; i++)
         {
-            _stripes[i] = new Lock();
+            _stripes[i] = new SemaphoreSlim(1, 1);
         }
 
         _checkpointLoop = CheckpointLoopAsync(checkpointPeriod, _stop.Token);
@@ -66,17 +66,47 @@ internal sealed class PlainKvStore : IAsyncDisposable
         }
     }
 
-    public void Put(ReadOnlySpan<byte> key, ReadOnlySpan<byte> value)
+    /// <summary>Writes holding the key's stripe, taken without waiting when free and awaited otherwise, as SpeculativeKv does.</summary>
+    public ValueTask PutAsync(ReadOnlyMemory<byte> key, ReadOnlyMemory<byte> value)
     {
-        Validate(key, value);
+        Validate(key.Span, value.Span);
+        var stripe = _stripes[(int)(XxHash3.HashToUInt64(key.Span) % StripeCount)];
+        if (stripe.Wait(0))
+        {
+            try
+            {
+                Put(key.Span, value.Span);
+                return ValueTask.CompletedTask;
+            }
+            finally
+            {
+                stripe.Release();
+            }
+        }
+
+        return PutSlowAsync(stripe, key, value);
+    }
+
+    private async ValueTask PutSlowAsync(SemaphoreSlim stripe, ReadOnlyMemory<byte> key, ReadOnlyMemory<byte> value)
+    {
+        await stripe.WaitAsync().ConfigureAwait(false);
+        try
+        {
+            Put(key.Span, value.Span);
+        }
+        finally
+        {
+            stripe.Release();
+        }
+    }
+
+    private void Put(ReadOnlySpan<byte> key, ReadOnlySpan<byte> value)
+    {
         _exclusive.EnterReadLock();
         try
         {
             using var session = NewSession();
-            lock (_stripes[(int)(XxHash3.HashToUInt64(key) % StripeCount)])
-            {
-                KvOperations.Upsert(session, key, value);
-            }
+            KvOperations.Upsert(session, key, value);
         }
         finally
         {
@@ -93,6 +123,10 @@ internal sealed class PlainKvStore : IAsyncDisposable
         _checkpoints.Dispose();
         _device.Dispose();
         _exclusive.Dispose();
+        foreach (var stripe in _stripes)
+        {
+            stripe.Dispose();
+        }
     }
 
     private ClientSession<SpanByte, SpanByte, SpanByte, byte[], Empty, SpanByteFunctions_ByteArrayOutput<Empty>> NewSession() =>
