@@ -29,6 +29,9 @@ internal sealed class MemoryStateObject : StateObject
     /// <summary>Called with each version restored, before the state changes.</summary>
     public Action<long>? OnRestore { get; set; }
 
+    /// <summary>What <see cref="CanPersistNow"/> answers: false holds the periodic advance.</summary>
+    public bool ReadyToPersist { get; set; } = true;
+
     /// <summary>Actions in flight, maintained by tests' own action bodies.</summary>
     public int ActionsInside;
 
@@ -56,6 +59,8 @@ internal sealed class MemoryStateObject : StateObject
             _history.Add(eventId);
         }
     }
+
+    protected override bool CanPersistNow => ReadyToPersist;
 
     protected override void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
     {

@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Time.Testing;
 namespace Dse.Tests;
 
 public class StateObjectTests
@@ -63,6 +64,33 @@ public class StateObjectTests
         var report = VersionMetadata.Decode(1, stored.Value.Metadata);
         Assert.Equal(0, report.WorldLine);
         Assert.Empty(report.Dependencies);
+    }
+
+    [Fact]
+    public async Task RefreshAsync_StoreNotReadyToPersist_SkipsThePeriodicAdvanceButNotAnExplicitOne()
+    {
+        var time = new FakeTimeProvider();
+        var so = MemoryStateObject.Create(1, period: TimeSpan.FromMilliseconds(10), time: time);
+        await so.ConnectAsync(new ClusterCoordinator());
+        TestCluster.Send(so, 10);
+        time.Advance(TimeSpan.FromMilliseconds(20));
+
+        // The period has passed and the version is dirty, but the store is not ready: the version grows instead.
+        so.ReadyToPersist = false;
+        await so.RefreshAsync();
+        Assert.Equal(1, so.CurrentVersion);
+        TestCluster.Send(so, 11);
+
+        so.ReadyToPersist = true;
+        await so.RefreshAsync();
+        Assert.Equal(2, so.CurrentVersion);
+        Assert.Equal([10L, 11L], so.Store.Durable[1].History);
+
+        // An explicit advance does not ask.
+        so.ReadyToPersist = false;
+        TestCluster.Send(so, 12);
+        await so.AdvanceVersionAsync();
+        Assert.Equal(3, so.CurrentVersion);
     }
 
     [Fact]

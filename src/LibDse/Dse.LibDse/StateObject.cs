@@ -107,6 +107,14 @@ public abstract class StateObject : IAsyncDisposable
     protected abstract ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken);
 
     /// <summary>
+    /// Whether the group commit may persist a version now (default true). A store whose persists cannot overlap returns
+    /// false while one is in flight: the periodic advance then skips its tick and the version grows until the store is
+    /// ready, rather than queue a persist that holds actions up. Advances that must happen (commit ordering, explicit,
+    /// a barrier's) do not ask.
+    /// </summary>
+    protected virtual bool CanPersistNow => true;
+
+    /// <summary>
     /// Connects to the coordinator; must be called exactly once before anything else. Lists the stored versions,
     /// registers them, and restores the version the coordinator names: the latest one after a clean start, or the
     /// surviving one after a restart, which the coordinator treats as a failure and answers with a rollback decision.
@@ -586,7 +594,7 @@ public abstract class StateObject : IAsyncDisposable
         try
         {
             ThrowIfNotReady();
-            if ((reason == AdvanceReason.CommitOrdering && _version >= target) || (reason == AdvanceReason.Periodic && Volatile.Read(ref _dirty) == 0))
+            if ((reason == AdvanceReason.CommitOrdering && _version >= target) || (reason == AdvanceReason.Periodic && (Volatile.Read(ref _dirty) == 0 || !CanPersistNow)))
             {
                 return;
             }

@@ -50,6 +50,18 @@ internal sealed class KvCheckpointer
     /// <exception cref="InvalidOperationException">The store is not open yet (before ConnectAsync restores it).</exception>
     public KvStore OpenStore => Volatile.Read(ref _store) ?? throw new InvalidOperationException($"SpeculativeKv {_id} is not open; call ConnectAsync first.");
 
+    /// <summary>Whether no checkpoint is running or queued: a persist now starts one at once, and operations do not wait.</summary>
+    public bool Idle
+    {
+        get
+        {
+            lock (_checkpointLock)
+            {
+                return _open is null && _chain.IsCompleted;
+            }
+        }
+    }
+
     /// <summary>Completes once no checkpoint is queued: operations wait for it (the state must not change before a queued checkpoint starts).</summary>
     public Task Barrier => Volatile.Read(ref _barrier);
 

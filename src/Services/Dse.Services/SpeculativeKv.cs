@@ -342,6 +342,14 @@ public sealed class SpeculativeKv : StateObject
     protected override ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken) => _checkpoints.RestoreAsync(version, cancellationToken);
 
     /// <inheritdoc />
+    /// <remarks>
+    /// Not while a checkpoint runs: FASTER takes one at a time, so a persist then would queue one and make every operation
+    /// wait until it starts; the group commit waits for the running one instead, and the next version takes what came
+    /// meanwhile.
+    /// </remarks>
+    protected override bool CanPersistNow => _checkpoints.Idle;
+
+    /// <inheritdoc />
     /// <remarks>Deletes the manifests and the checkpoints no remaining version needs.</remarks>
     protected override void Prune(long version) => _checkpoints.Prune(version);
 
