@@ -17,7 +17,7 @@ namespace Dse.Coordinator.Tests;
 /// keep sending), restarts it on the same port and log, then kills one participant with SIGKILL and restarts it on the
 /// same storage. After every restart it waits for every participant's committed version to move past where it stood
 /// (after a participant restart: past the decision), then for a failure-free stretch in which everyone commits, sends
-/// and exposes again. Finally it quiesces the cluster and checks the safety property of DESIGN.md on the surviving
+/// and exposes again. Finally it quiesces the cluster and checks the safety property (docs/libdse.md) on the surviving
 /// states: every <c>recv:e</c> has <c>e</c> in its sender's state (nothing depends on lost state), and every event any
 /// incarnation exposed through a barrier is in its owner's state (nothing that passed a barrier is undone). It also
 /// checks that the coordinator's log keeps its length over every failure-free stretch and grows with each participant

@@ -1,6 +1,6 @@
 namespace Dse.Darq.Tests;
 
-/// <summary>The DARQ rules of DESIGN.md this slice covers, and bad input, on in-memory storage.</summary>
+/// <summary>The DARQ rules (docs/darq-format.md) this slice covers, and bad input, on in-memory storage.</summary>
 public sealed class DarqRulesTests
 {
     [Fact]
