@@ -302,17 +302,10 @@ public sealed class Darq : IAsyncDisposable
     /// <returns>The encoded DSE header of the acknowledgement (empty when this DARQ does not speculate generally).</returns>
     /// <exception cref="DarqMessageRefusedException">The message comes from a rolled-back world-line.</exception>
     /// <exception cref="DseHeaderFormatException">The delivery's header is malformed.</exception>
-    public async ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
+    public ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken = default)
     {
-        if (_speculation.StateObject is null)
-        {
-            await ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false);
-            return ReadOnlyMemory<byte>.Empty;
-        }
-
         CheckDelivery(delivery);
-        var (_, header) = await _speculation.ReceiveForTransportAsync(delivery, cancellationToken).ConfigureAwait(false);
-        return header;
+        return _speculation.ReceiveSpeculativeAsync(delivery, cancellationToken);
     }
 
     /// <summary>

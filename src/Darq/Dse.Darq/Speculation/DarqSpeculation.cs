@@ -51,6 +51,13 @@ internal abstract class DarqSpeculation : IAsyncDisposable
     public abstract ValueTask<(DarqEnqueueResult Result, ReadOnlyMemory<byte> Header)> ReceiveForTransportAsync(DarqDelivery delivery,
         CancellationToken cancellationToken);
 
+    /// <summary>
+    /// Receives a delivered OUT message and returns the acknowledgement's header: under general speculation at once, in an
+    /// action consuming the delivery's header (none is a local action), with this DARQ's header; otherwise once durable,
+    /// with none.
+    /// </summary>
+    public abstract ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken);
+
     public abstract ValueTask<DarqProcessor> RegisterAsync(Darq darq, CancellationToken cancellationToken);
 
     public abstract ValueTask<DarqStepResult> StepAsync(long incarnation, DarqStep step, CancellationToken cancellationToken);

@@ -93,6 +93,12 @@ internal sealed class GeneralSpeculation : DarqSpeculation
         return (received, header.ToArray());
     }
 
+    public override async ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var (_, header) = await ReceiveInActionAsync(delivery, cancellationToken).ConfigureAwait(false);
+        return header.ToArray();
+    }
+
     public override async ValueTask<DarqProcessor> RegisterAsync(Darq darq, CancellationToken cancellationToken)
         => (await InActionAsync(default, token => Parts.Stepper.RegisterAsync(darq, token), cancellationToken).ConfigureAwait(false)).Result;
 

@@ -29,6 +29,12 @@ internal sealed class LocalSpeculation(DarqParts parts) : DarqSpeculation(parts)
         return (result, ReadOnlyMemory<byte>.Empty);
     }
 
+    public override async ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var (_, header) = await ReceiveForTransportAsync(delivery, cancellationToken).ConfigureAwait(false);
+        return header;
+    }
+
     public override ValueTask<DarqProcessor> RegisterAsync(Darq darq, CancellationToken cancellationToken) => Parts.Stepper.RegisterAsync(darq, cancellationToken);
 
     public override ValueTask<DarqStepResult> StepAsync(long incarnation, DarqStep step, CancellationToken cancellationToken)
