@@ -41,8 +41,8 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
         for (int round = 0; round < Rounds; round++)
         {
             string blobName = $"race-{round}.log";
-            var a = Track(_harness.CreateLog(new ListLogger(), blobName));
-            var b = Track(_harness.CreateLog(new ListLogger(), blobName));
+            var a = Track(_harness.CreateLog(new LogCapture(), blobName));
+            var b = Track(_harness.CreateLog(new LogCapture(), blobName));
 
             // Both open at once, then both append at once, twice: only the incarnation holding the lease may succeed.
             bool[] opened = await Task.WhenAll(TryOpenAsync(a), TryOpenAsync(b));
@@ -56,7 +56,7 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
             string winner = first[0] ? "a" : "b";
             await a.DisposeAsync();
             await b.DisposeAsync();
-            await using var reader = _harness.CreateLog(new ListLogger(), blobName);
+            await using var reader = _harness.CreateLog(new LogCapture(), blobName);
             Assert.Equal([$"{winner}-{round}-1", $"{winner}-{round}-2"], Frames.Texts(await reader.OpenAsync()));
         }
 
@@ -71,11 +71,11 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
         for (int round = 0; round < Rounds; round++)
         {
             string blobName = $"crash-race-{round}.log";
-            var crashed = Track(_harness.CreateLog(new ListLogger(), blobName));
+            var crashed = Track(_harness.CreateLog(new LogCapture(), blobName));
             await crashed.OpenAsync();
             await crashed.AppendAsync(Frames.Bytes("crashed"));
-            var a = Track(_harness.CreateLog(new ListLogger(), blobName));
-            var b = Track(_harness.CreateLog(new ListLogger(), blobName));
+            var a = Track(_harness.CreateLog(new LogCapture(), blobName));
+            var b = Track(_harness.CreateLog(new LogCapture(), blobName));
 
             // Both find the crashed incarnation's lease and break it; the first to acquire afterwards wins.
             bool[] opened = await Task.WhenAll(TryOpenAsync(a), TryOpenAsync(b));
@@ -88,7 +88,7 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
             string winner = appended[0] ? "a" : "b";
             await a.DisposeAsync();
             await b.DisposeAsync();
-            await using var reader = _harness.CreateLog(new ListLogger(), blobName);
+            await using var reader = _harness.CreateLog(new LogCapture(), blobName);
             Assert.Equal(["crashed", $"{winner}-{round}"], Frames.Texts(await reader.OpenAsync()));
         }
 
@@ -98,12 +98,12 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
     [Fact]
     public async Task OpenAsync_AfterCrashedHolder_BreaksItsLeaseRecoversAndFencesIt()
     {
-        var crashed = Track(_harness.CreateLog(new ListLogger()));
+        var crashed = Track(_harness.CreateLog(new LogCapture()));
         await crashed.OpenAsync();
         await crashed.AppendAsync(Frames.Bytes("before the crash"));
 
         // The crashed incarnation is never disposed: its infinite lease stays until someone breaks it.
-        var logger = new ListLogger();
+        var logger = new LogCapture();
         var restarted = Track(_harness.CreateLog(logger));
         Assert.Equal(["before the crash"], Frames.Texts(await restarted.OpenAsync()));
         Assert.True(logger.Contains(LeaseBrokenEvent));
@@ -111,17 +111,17 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
 
         await Assert.ThrowsAsync<CoordinatorLogFencedException>(() => crashed.AppendAsync(Frames.Bytes("zombie")));
         await restarted.DisposeAsync();
-        await using var reader = _harness.CreateLog(new ListLogger());
+        await using var reader = _harness.CreateLog(new LogCapture());
         Assert.Equal(["before the crash", "after the restart"], Frames.Texts(await reader.OpenAsync()));
     }
 
     [Fact]
     public async Task DisposeAsync_FencedInstanceThatDoesNotKnowIt_LeavesTheNewHoldersLease()
     {
-        var oldLogger = new ListLogger();
+        var oldLogger = new LogCapture();
         var old = _harness.CreateLog(oldLogger);
         await old.OpenAsync();
-        var current = Track(_harness.CreateLog(new ListLogger()));
+        var current = Track(_harness.CreateLog(new LogCapture()));
         await current.OpenAsync();
 
         await old.DisposeAsync();
@@ -134,7 +134,7 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
     [Fact]
     public async Task DisposeAsync_Holder_ReleasesTheLease()
     {
-        var log = _harness.CreateLog(new ListLogger());
+        var log = _harness.CreateLog(new LogCapture());
         await log.OpenAsync();
         var blob = _harness.Container.GetAppendBlobClient(BlobLogHarness.BlobName);
         Assert.Equal(LeaseState.Leased, (await blob.GetPropertiesAsync()).Value.LeaseState);
@@ -149,7 +149,7 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
     [Fact]
     public async Task AppendAsync_BlobChangedUnderTheWriter_ThrowsFencedWithoutInterleavingBytes()
     {
-        var log = Track(_harness.CreateLog(new ListLogger()));
+        var log = Track(_harness.CreateLog(new LogCapture()));
         await log.OpenAsync();
         await log.AppendAsync(Frames.Bytes("mine"));
 
@@ -162,14 +162,14 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
 
         await Assert.ThrowsAsync<CoordinatorLogFencedException>(() => log.AppendAsync(Frames.Bytes("stale")));
         await Assert.ThrowsAsync<CoordinatorLogFencedException>(() => log.AppendAsync(Frames.Bytes("stale again")));
-        await using var reader = _harness.CreateLog(new ListLogger());
+        await using var reader = _harness.CreateLog(new LogCapture());
         Assert.Equal(["mine", "foreign"], Frames.Texts(await reader.OpenAsync()));
     }
 
     [Fact]
     public async Task AppendAsync_ResponseLostAndRetried_CountsTheRecordOnce()
     {
-        var logger = new ListLogger();
+        var logger = new LogCapture();
         var policy = new LoseFirstAppendResponsePolicy();
         var log = Track(_harness.CreateLogWithPolicy(policy, logger));
         await log.OpenAsync();
@@ -181,7 +181,7 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
         Assert.True(logger.Contains(RetriedAppendConfirmedEvent));
         Assert.Equal(2, log.DurableAppends);
         await log.DisposeAsync();
-        await using var reader = _harness.CreateLog(new ListLogger());
+        await using var reader = _harness.CreateLog(new LogCapture());
         Assert.Equal(["applied, response lost", "next"], Frames.Texts(await reader.OpenAsync()));
     }
 
@@ -196,7 +196,7 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
             await blob.AppendBlockAsync(content);
         }
 
-        await using var log = _harness.CreateLog(new ListLogger());
+        await using var log = _harness.CreateLog(new LogCapture());
         var error = await Assert.ThrowsAsync<InvalidDataException>(() => log.OpenAsync());
 
         Assert.Contains($"offset {Frames.Encode("good").Length}", error.Message, StringComparison.Ordinal);
@@ -209,7 +209,7 @@ public sealed class BlobCoordinatorLogTests(AzuriteFixture azurite, ITestOutputH
         await _harness.Container.CreateIfNotExistsAsync();
         await _harness.Container.GetBlobClient(BlobLogHarness.BlobName).UploadAsync(BinaryData.FromString("not an append blob"));
 
-        await using var log = _harness.CreateLog(new ListLogger());
+        await using var log = _harness.CreateLog(new LogCapture());
         var error = await Assert.ThrowsAsync<InvalidDataException>(() => log.OpenAsync());
 
         Assert.Contains("not an append blob", error.Message, StringComparison.Ordinal);

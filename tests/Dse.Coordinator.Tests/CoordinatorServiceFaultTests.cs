@@ -1,4 +1,5 @@
 using Dse.Coordinator.Tests.Infrastructure;
+using Dse.Testing;
 using Microsoft.Extensions.Logging;
 
 namespace Dse.Coordinator.Tests;
@@ -48,13 +49,12 @@ public sealed class CoordinatorServiceFaultTests
     public async Task Refusals_FaultedCoordinatorRetriedOften_DebugOnlyWhileClientErrorsStayAtInformation()
     {
         var log = new FaultyCoordinatorLog(new InMemoryCoordinatorLogStore());
-        using var refusals = new RefusalCounter();
-        await using var server = await CoordinatorTestServer.StartAsync(() => log, logs: refusals);
+        await using var server = await CoordinatorTestServer.StartAsync(() => log);
         var client = server.CreateClient();
         await client.ConnectAsync(new ConnectRequest(1, []));
         var invalid = await Assert.ThrowsAsync<DseCoordinatorException>(() => client.ReportPersistedAsync(1, new VersionReport(2, 9, [])).AsTask());
         Assert.Equal(CoordinatorErrorCode.FutureWorldLine, invalid.Code);
-        Assert.Equal(1, refusals.AtInformation);
+        Assert.Equal(1, RefusalsLogged(server.Logs, atInformation: true));
 
         log.FailAppends = true;
         await Assert.ThrowsAsync<DseCoordinatorException>(() => client.ConnectAsync(new ConnectRequest(2, [])).AsTask());
@@ -63,46 +63,14 @@ public sealed class CoordinatorServiceFaultTests
             await Assert.ThrowsAsync<DseCoordinatorException>(() => client.HeartbeatAsync(1).AsTask());
         }
 
-        Assert.Equal(1, refusals.AtInformation);
-        Assert.Equal(51, refusals.AtDebug);
+        Assert.Equal(1, RefusalsLogged(server.Logs, atInformation: true));
+        Assert.Equal(51, RefusalsLogged(server.Logs, atInformation: false));
     }
 
-    /// <summary>Counts refusal log lines (events 3202 and 3205) by level; each is written before the answer is sent.</summary>
-    private sealed class RefusalCounter : ILoggerProvider, ILogger
-    {
-        private int _information;
-        private int _debug;
-
-        public int AtInformation => Volatile.Read(ref _information);
-
-        public int AtDebug => Volatile.Read(ref _debug);
-
-        public ILogger CreateLogger(string categoryName) => this;
-
-        public IDisposable? BeginScope<TState>(TState state)
-            where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => true;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
-        {
-            if (eventId.Id is not (3202 or 3205))
-            {
-                return;
-            }
-
-            if (logLevel >= LogLevel.Information)
-            {
-                Interlocked.Increment(ref _information);
-            }
-            else
-            {
-                Interlocked.Increment(ref _debug);
-            }
-        }
-
-        public void Dispose()
-        {
-        }
-    }
+    /// <summary>
+    /// The refusal log lines (events 3202 and 3205) at Information and above, or below it; each is written before the
+    /// answer is sent.
+    /// </summary>
+    private static int RefusalsLogged(LogCapture logs, bool atInformation) =>
+        logs.Count(entry => entry.EventId.Id is 3202 or 3205 && (entry.Level >= LogLevel.Information) == atInformation);
 }

@@ -169,7 +169,7 @@ public sealed class FileCoordinatorLogTests : IAsyncLifetime
     private async Task AssertTornTailRecoveredAsync(long validLength, params string[] expected)
     {
         long tornLength = new FileInfo(_harness.Path).Length;
-        var logger = new ListLogger();
+        var logger = new LogCapture();
         await using (var log = _harness.CreateLog(logger))
         {
             Assert.Equal(expected, Frames.Texts(await log.OpenAsync()));

@@ -9,6 +9,15 @@ namespace Dse.Coordinator.Tests;
 /// </summary>
 public sealed class GrpcCoordinatorRoundTripTests
 {
+    // The service's log events (CoordinatorServiceMessages) that tests wait for.
+    private const int LongPollExpired = 3203;
+    private const int LongPollWaiting = 3204;
+    private const int ParticipantRemoved = 3206;
+    private const int Connecting = 3209;
+
+    /// <summary>Turns a log event that never comes into a failure instead of a hang.</summary>
+    private static readonly TimeSpan LogEventGuard = TimeSpan.FromSeconds(60);
+
     [Fact]
     public async Task ConnectReportRestart_OverGrpc_SameAnswersAsTheCoordinator()
     {
@@ -118,14 +127,12 @@ public sealed class GrpcCoordinatorRoundTripTests
     public async Task WaitForChangeAsync_SeveralPollsWithoutChange_KeepsPollingUntilTheStateChanges()
     {
         var store = new InMemoryCoordinatorLogStore();
-        using var expired = new SignalingLoggerProvider(awaitedEventId: 3203);
-        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.LongPollTimeout = TimeSpan.FromMilliseconds(20), expired);
+        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.LongPollTimeout = TimeSpan.FromMilliseconds(20));
         var follower = server.CreateClient();
         long known = (await follower.GetStateAsync()).Epoch;
 
         var waiting = follower.WaitForChangeAsync(known).AsTask();
-        await expired.WaitAsync();
-        await expired.WaitAsync();
+        await server.Logs.WaitForCountAsync(LongPollExpired, 2).WaitAsync(LogEventGuard);
         Assert.False(waiting.IsCompleted);
 
         await server.CreateClient().ConnectAsync(new ConnectRequest(5, []));
@@ -137,15 +144,13 @@ public sealed class GrpcCoordinatorRoundTripTests
     public async Task WaitForChangeAsync_HostStopsDuringThePoll_UnavailableAtOnce()
     {
         var store = new InMemoryCoordinatorLogStore();
-        using var waiting = new SignalingLoggerProvider(awaitedEventId: 3204);
-
         // A cap far beyond the test's run: only the host's stop can end this poll in time.
-        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.LongPollTimeout = TimeSpan.FromMinutes(10), waiting);
+        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.LongPollTimeout = TimeSpan.FromMinutes(10));
         var follower = server.CreateClient();
         long known = (await follower.GetStateAsync()).Epoch;
 
         var poll = follower.WaitForChangeAsync(known).AsTask();
-        await waiting.WaitAsync();
+        await server.Logs.WaitForAsync(LongPollWaiting).WaitAsync(LogEventGuard);
         await server.StopAsync();
 
         var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => poll);
@@ -203,14 +208,13 @@ public sealed class GrpcCoordinatorRoundTripTests
             await client.ConnectAsync(new ConnectRequest(2, []));
         }
 
-        using var removedLog = new SignalingLoggerProvider(awaitedEventId: 3206);
-        await using var second = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), logs: removedLog);
+        await using var second = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store));
         var admin = second.CreateClient();
         var afterResync = await admin.ResyncAsync(new ResyncRequest(1, 0, [], new Dictionary<long, long>()));
         Assert.True(afterResync.IsRecovering, "Participant 2 has not answered: recovery waits for it.");
 
         Assert.True(await admin.RemoveParticipantAsync(2));
-        await removedLog.WaitAsync();
+        await second.Logs.WaitForAsync(ParticipantRemoved).WaitAsync(LogEventGuard);
 
         var state = await admin.GetStateAsync();
         Assert.False(state.IsRecovering);
@@ -224,13 +228,12 @@ public sealed class GrpcCoordinatorRoundTripTests
     public async Task ConnectAsync_HostStopsDuringColdStart_UnavailableAtOnce()
     {
         var store = new InMemoryCoordinatorLogStore();
-        using var connecting = new SignalingLoggerProvider(awaitedEventId: 3209);
-        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.ExpectedParticipants = [1, 2], connecting);
+        await using var server = await CoordinatorTestServer.StartAsync(() => new InMemoryCoordinatorLog(store), o => o.ExpectedParticipants = [1, 2]);
         var client = server.CreateClient();
 
         // Participant 2 never comes: only the host's stop can end this connect before the shutdown timeout (30 s).
         var pending = client.ConnectAsync(new ConnectRequest(1, [])).AsTask();
-        await connecting.WaitAsync();
+        await server.Logs.WaitForAsync(Connecting).WaitAsync(LogEventGuard);
         await server.StopAsync();
 
         var error = await Assert.ThrowsAsync<DseCoordinatorException>(() => pending);

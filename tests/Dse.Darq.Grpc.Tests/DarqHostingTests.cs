@@ -1,12 +1,9 @@
 using System.Net;
 using Dse.Storage;
+using Dse.Testing;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
-using Grpc.Net.Client;
 
 namespace Dse.Darq.Grpc.Tests;
 
@@ -15,24 +12,23 @@ public sealed class DarqHostingTests
     [Fact]
     public async Task AddDarq_HostStartAndStop_OpensServesDeliversAndCloses()
     {
-        var (app, address) = await StartAsync(services =>
+        var server = await StartAsync(services =>
         {
             services.AddDarq("orders", options => InMemory(options));
             services.AddDarq("billing", options => InMemory(options));
         });
         Darq orders;
         Darq billing;
-        await using (app)
+        await using (server)
         {
-            var resolver = app.Services.GetRequiredService<IDarqResolver>();
+            var resolver = server.Services.GetRequiredService<IDarqResolver>();
             orders = Assert.IsType<Darq>(resolver.Resolve("orders"));
             billing = Assert.IsType<Darq>(resolver.Resolve("billing"));
             Assert.Equal("orders", orders.Name);
             var billed = await billing.RegisterProcessorAsync();
 
-            using var channel = GrpcChannel.ForAddress(address);
-            await new RemoteDarqProducer(channel, "orders", producerId: 1).EnqueueAsync("order-1".Bytes());
-            using var processor = await RemoteDarqProcessor.RegisterAsync(channel, "orders");
+            await new RemoteDarqProducer(server.Channel, "orders", producerId: 1).EnqueueAsync("order-1".Bytes());
+            using var processor = await RemoteDarqProcessor.RegisterAsync(server.Channel, "orders");
             await using var messages = processor.ReadAllAsync().GetAsyncEnumerator();
             var order = (await messages.TakeAsync(1))[0];
             var step = await processor.StepAsync(new DarqStep().Consume(order).AddOut("billing", "bill-1".Bytes()), waitDurable: true);
@@ -42,7 +38,7 @@ public sealed class DarqHostingTests
             Assert.True(billed.Messages.TryRead(out var bill));
             Assert.Equal("bill-1", bill.Text());
 
-            await app.StopAsync();
+            await server.StopAsync();
             Assert.Null(resolver.Resolve("orders"));
             Assert.Null(resolver.Resolve("billing"));
         }
@@ -54,11 +50,11 @@ public sealed class DarqHostingTests
     [Fact]
     public async Task AddRemoteDestination_TwoHosts_DeliversOutMessagesOverGrpc()
     {
-        var (billingHost, billingAddress) = await StartAsync(services => services.AddDarq("billing", options => InMemory(options)));
+        var billingHost = await StartAsync(services => services.AddDarq("billing", options => InMemory(options)));
         await using (billingHost)
         {
-            var (ordersHost, _) = await StartAsync(services =>
-                services.AddDarq("orders", options => InMemory(options)).AddRemoteDestination("invoices", billingAddress, remoteName: "billing"));
+            var ordersHost = await StartAsync(services =>
+                services.AddDarq("orders", options => InMemory(options)).AddRemoteDestination("invoices", billingHost.Address, remoteName: "billing"));
             await using (ordersHost)
             {
                 var billing = billingHost.Services.GetRequiredService<IDarqResolver>().Resolve("billing")!;
@@ -82,17 +78,14 @@ public sealed class DarqHostingTests
     [Fact]
     public async Task AddDarq_WithoutDevices_FailsTheStartNamingTheDarqAndOption()
     {
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
-        builder.Services.AddDarq("orders", options => options.LogDevice = DseDevices.CreateInMemory());
-        await using var app = builder.Build();
-        app.MapDarqService();
+        await using var server = LoopbackGrpcServer.Create(
+            app => app.MapDarqService(),
+            services => services.AddDarq("orders", options => options.LogDevice = DseDevices.CreateInMemory()));
 
-        var error = await Assert.ThrowsAsync<OptionsValidationException>(() => app.StartAsync());
+        var error = await Assert.ThrowsAsync<OptionsValidationException>(() => server.StartAsync());
 
         Assert.Contains("DARQ 'orders': DarqOptions.CommitDevice is required", error.Message, StringComparison.Ordinal);
-        Assert.Null(app.Services.GetRequiredService<IDarqResolver>().Resolve("orders"));
+        Assert.Null(server.Services.GetRequiredService<IDarqResolver>().Resolve("orders"));
     }
 
     [Fact]
@@ -107,24 +100,19 @@ public sealed class DarqHostingTests
         }
 
         storage.CorruptPayload("perfectly-good");
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
-        builder.Services.AddDarq("orders", options =>
+        await using var server = LoopbackGrpcServer.Create(app => app.MapDarqService(), services => services.AddDarq("orders", options =>
         {
             var stored = storage.Options();
             (options.LogDevice, options.CommitDevice) = (stored.LogDevice, stored.CommitDevice);
             (options.PageSize, options.MemorySize, options.SegmentSize) = (stored.PageSize, stored.MemorySize, stored.SegmentSize);
             (options.MaxMessageSize, options.MaxProducers) = (stored.MaxMessageSize, stored.MaxProducers);
-        });
-        await using var app = builder.Build();
-        app.MapDarqService();
+        }));
 
-        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => server.StartAsync());
 
         Assert.StartsWith("DARQ 'orders' could not open:", error.Message, StringComparison.Ordinal);
         Assert.IsType<InvalidDataException>(error.InnerException);
-        Assert.Null(app.Services.GetRequiredService<IDarqResolver>().Resolve("orders"));
+        Assert.Null(server.Services.GetRequiredService<IDarqResolver>().Resolve("orders"));
     }
 
     [Fact]
@@ -134,17 +122,12 @@ public sealed class DarqHostingTests
         using var taken = new System.Net.Sockets.TcpListener(IPAddress.Loopback, 0);
         taken.Start();
         int port = ((IPEndPoint)taken.LocalEndpoint).Port;
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, port, listen => listen.Protocols = HttpProtocols.Http2));
-        builder.Services.AddDarq("orders", options => InMemory(options));
-        var app = builder.Build();
-        app.MapDarqService();
-        var resolver = app.Services.GetRequiredService<IDarqResolver>();
+        var server = LoopbackGrpcServer.Create(app => app.MapDarqService(), services => services.AddDarq("orders", options => InMemory(options)), port);
+        var resolver = server.Services.GetRequiredService<IDarqResolver>();
 
-        await Assert.ThrowsAsync<IOException>(() => app.StartAsync());
+        await Assert.ThrowsAsync<IOException>(() => server.StartAsync());
         var orders = resolver.Resolve("orders");
-        await app.DisposeAsync();
+        await server.DisposeAsync();
 
         // The host never stops a service whose start it abandoned: disposing it must close what was opened.
         Assert.NotNull(orders);
@@ -191,20 +174,6 @@ public sealed class DarqHostingTests
         options.DeliveryRetryMaxDelay = TimeSpan.FromMilliseconds(100);
     }
 
-    private static async Task<(WebApplication App, Uri Address)> StartAsync(Action<IServiceCollection> configure)
-    {
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        ListenOptions? endpoint = null;
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen =>
-        {
-            listen.Protocols = HttpProtocols.Http2;
-            endpoint = listen;
-        }));
-        configure(builder.Services);
-        var app = builder.Build();
-        app.MapDarqService();
-        await app.StartAsync();
-        return (app, new Uri($"http://127.0.0.1:{((IPEndPoint)endpoint!.EndPoint).Port}"));
-    }
+    private static Task<LoopbackGrpcServer> StartAsync(Action<IServiceCollection> configure) =>
+        LoopbackGrpcServer.StartAsync(app => app.MapDarqService(), configure);
 }

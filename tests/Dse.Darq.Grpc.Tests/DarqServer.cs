@@ -1,40 +1,35 @@
-using System.Net;
+using Dse.Testing;
 using Grpc.Net.Client;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 
 namespace Dse.Darq.Grpc.Tests;
 
-/// <summary>A DarqService on 127.0.0.1 (a free port, or a given one to come back on after a restart) hosting the DARQs of a registry.</summary>
+/// <summary>
+/// A DarqService on a <see cref="LoopbackGrpcServer"/> (a free port, or a given one to come back on after a restart)
+/// hosting the DARQs of a registry. The DARQs stay open when the server stops: the caller owns them.
+/// </summary>
 internal sealed class DarqServer : IAsyncDisposable
 {
-    private readonly WebApplication _app;
-    private bool _stopped;
+    private readonly LoopbackGrpcServer _server;
 
-    private DarqServer(WebApplication app, DarqRegistry registry, int port, LogCapture logs)
+    private DarqServer(LoopbackGrpcServer server, DarqRegistry registry)
     {
-        Logs = logs;
-        _app = app;
+        _server = server;
         Registry = registry;
-        Port = port;
-        Address = new Uri($"http://127.0.0.1:{port}");
-        Channel = GrpcChannel.ForAddress(Address);
     }
 
     public DarqRegistry Registry { get; }
 
     /// <summary>The server's log events.</summary>
-    public LogCapture Logs { get; }
+    public LogCapture Logs => _server.Logs;
 
-    public int Port { get; }
+    public int Port => _server.Port;
 
-    public Uri Address { get; }
+    public Uri Address => _server.Address;
 
     /// <summary>A channel to this server (disposed with it).</summary>
-    public GrpcChannel Channel { get; }
+    public GrpcChannel Channel => _server.Channel;
 
     public static Task<DarqServer> StartAsync(int port, params Darq[] darqs) => StartAsync(port, configureServices: null, map: null, darqs);
 
@@ -56,57 +51,19 @@ internal sealed class DarqServer : IAsyncDisposable
             registry.Add(darq);
         }
 
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        var logs = new LogCapture();
-        builder.Logging.AddProvider(logs);
-        builder.Logging.AddFilter("Dse", LogLevel.Debug);
-        ListenOptions? endpoint = null;
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, port, listen =>
-        {
-            listen.Protocols = HttpProtocols.Http2;
-            endpoint = listen;
-        }));
-        builder.Services.AddSingleton<IDarqResolver>(registry);
-        builder.Services.AddGrpc();
-        configureServices?.Invoke(builder.Services);
-        var app = builder.Build();
-        if (map is null)
-        {
-            app.MapDarqService();
-        }
-        else
-        {
-            map(app);
-        }
-
-        try
-        {
-            await app.StartAsync();
-        }
-        catch
-        {
-            await app.DisposeAsync();
-            throw;
-        }
-
-        return new DarqServer(app, registry, ((IPEndPoint)endpoint!.EndPoint).Port, logs);
+        var server = await LoopbackGrpcServer.StartAsync(
+            map ?? (app => app.MapDarqService()),
+            services =>
+            {
+                services.AddSingleton<IDarqResolver>(registry);
+                configureServices?.Invoke(services);
+            },
+            port);
+        return new DarqServer(server, registry);
     }
 
     /// <summary>Stops the web server (its DARQs stay open; the caller owns them).</summary>
-    public async Task StopAsync()
-    {
-        if (!_stopped)
-        {
-            _stopped = true;
-            await _app.StopAsync();
-        }
-    }
+    public Task StopAsync() => _server.StopAsync();
 
-    public async ValueTask DisposeAsync()
-    {
-        Channel.Dispose();
-        await StopAsync();
-        await _app.DisposeAsync();
-    }
+    public ValueTask DisposeAsync() => _server.DisposeAsync();
 }

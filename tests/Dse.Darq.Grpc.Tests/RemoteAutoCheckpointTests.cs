@@ -1,4 +1,5 @@
 using Dse.Darq.Grpc.V1;
+using Dse.Testing;
 using Microsoft.Extensions.Logging;
 using static Dse.Darq.Grpc.Tests.RemoteSnapshotCheckpointTests;
 
@@ -102,9 +103,9 @@ public sealed class RemoteAutoCheckpointTests
         Assert.Null(processor.LastAutoCheckpoint);
         Assert.Equal((2, 2L), (darq.UnconsumedSelfCount, darq.UnconsumedSelfBytes));
         Assert.Equal((2, 2L), (processor.UnconsumedSelfCount, processor.UnconsumedSelfBytes));
-        string logged = await logs.WaitForAsync(4120, "automatic checkpoint failed").WaitAsync(TestText.Timeout);
+        string logged = (await logs.WaitForAsync(4120, "automatic checkpoint failed").WaitAsync(TestText.Timeout)).Message;
         Assert.Contains($"incarnation {processor.Incarnation} of DARQ 'orders'", logged, StringComparison.Ordinal);
-        Assert.Contains("MaxSelfMessages reached", await logs.WaitForAsync(4121, "due").WaitAsync(TestText.Timeout), StringComparison.Ordinal);
+        Assert.Contains("MaxSelfMessages reached", (await logs.WaitForAsync(4121, "due").WaitAsync(TestText.Timeout)).Message, StringComparison.Ordinal);
 
         // The threshold stays reached: the next step tries again, and this time it compacts.
         fail = false;
@@ -163,7 +164,7 @@ public sealed class RemoteAutoCheckpointTests
         Assert.Null(second.LastAutoCheckpoint);
         Assert.Null(second.LastAutoCheckpointError);
         Assert.Equal(3, darq.UnconsumedSelfCount);
-        Assert.Contains("waits until the replay's SELF messages are read", await logs.WaitForAsync(4122, "EverySteps").WaitAsync(TestText.Timeout),
+        Assert.Contains("waits until the replay's SELF messages are read", (await logs.WaitForAsync(4122, "EverySteps").WaitAsync(TestText.Timeout)).Message,
             StringComparison.Ordinal);
 
         await using var replay = second.ReadAllAsync().GetAsyncEnumerator();

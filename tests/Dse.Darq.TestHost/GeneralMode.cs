@@ -1,14 +1,12 @@
 using System.Buffers.Binary;
 using System.Globalization;
-using System.Net;
 using System.Text;
 using System.Threading.Channels;
 using Dse.Coordinator.Client;
 using Dse.Darq.Grpc;
+using Dse.Testing;
 using Grpc.Net.Client;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Console;
@@ -313,53 +311,18 @@ internal static class GeneralMode
     }
 
     /// <summary>The DarqService on 127.0.0.1:<paramref name="port"/>, or on a free port when that one is taken.</summary>
-    private static async Task<Server> StartServerAsync(DarqRegistry registry, int port)
+    private static async Task<LoopbackGrpcServer> StartServerAsync(DarqRegistry registry, int port)
     {
         try
         {
-            return await Server.StartAsync(registry, port);
+            return await StartServerOnAsync(registry, port);
         }
         catch (IOException) when (port != 0)
         {
-            return await Server.StartAsync(registry, 0);
+            return await StartServerOnAsync(registry, 0);
         }
     }
 
-    private sealed class Server(WebApplication app, int port) : IAsyncDisposable
-    {
-        public int Port { get; } = port;
-
-        public static async Task<Server> StartAsync(DarqRegistry registry, int port)
-        {
-            var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-            builder.Logging.ClearProviders();
-            ListenOptions? endpoint = null;
-            builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, port, listen =>
-            {
-                listen.Protocols = HttpProtocols.Http2;
-                endpoint = listen;
-            }));
-            builder.Services.AddSingleton<IDarqResolver>(registry);
-            builder.Services.AddGrpc();
-            var app = builder.Build();
-            app.MapDarqService();
-            try
-            {
-                await app.StartAsync();
-            }
-            catch
-            {
-                await app.DisposeAsync();
-                throw;
-            }
-
-            return new Server(app, ((IPEndPoint)endpoint!.EndPoint).Port);
-        }
-
-        public async ValueTask DisposeAsync()
-        {
-            await app.StopAsync();
-            await app.DisposeAsync();
-        }
-    }
+    private static Task<LoopbackGrpcServer> StartServerOnAsync(DarqRegistry registry, int port) =>
+        LoopbackGrpcServer.StartAsync(app => app.MapDarqService(), services => services.AddSingleton<IDarqResolver>(registry), port);
 }

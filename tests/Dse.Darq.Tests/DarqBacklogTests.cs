@@ -307,7 +307,7 @@ public sealed class DarqBacklogTests
         // The feed loop is stopped inside a device read that does not return (the log device holds it): closing waits
         // for it at most 30 s (of the DARQ's clock), logs event 4020 and closes anyway.
         var clock = new FakeTimeProvider();
-        var logs = new ListLogger();
+        var logs = new LogCapture();
         var device = new HoldingDevice(DseDevices.CreateInMemory(new InMemoryStorage()));
         var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(new InMemoryStorage()));
         options.MaxBufferedInBytes = 4 * PayloadSize;
@@ -353,7 +353,7 @@ public sealed class DarqBacklogTests
         // The log device's Dispose blocks (as FASTER's local-file device does while an I/O it issued never returns):
         // closing waits for the storage at most 30 s (of the DARQ's clock), logs event 4021 and returns.
         var clock = new FakeTimeProvider();
-        var logs = new ListLogger();
+        var logs = new LogCapture();
         var device = new HoldingDevice(DseDevices.CreateInMemory(new InMemoryStorage()));
         var options = DarqTestStorage.Options(device, DseDevices.CreateInMemory(new InMemoryStorage()));
         options.TimeProvider = clock;

@@ -1,6 +1,6 @@
 using System.Globalization;
 using System.Text;
-using Microsoft.Extensions.Logging;
+using Dse.Testing;
 
 namespace Dse.Darq.Tests;
 
@@ -246,7 +246,7 @@ public sealed class DarqCheckpointPolicyTests
     [Fact]
     public async Task EnableAutoCheckpoint_SnapshotThrows_LoggedRetriedOnALaterStepAndChangesNothing()
     {
-        var events = new EventRecorder();
+        var events = new LogCapture();
         var storage = new DarqTestStorage();
         await using var darq = await storage.OpenAsync(loggerFactory: events);
         var processor = await darq.RegisterProcessorAsync();
@@ -263,8 +263,8 @@ public sealed class DarqCheckpointPolicyTests
         Assert.Equal(1, calls);
         Assert.Null(processor.LastAutoCheckpoint);
         Assert.Equal((2, 2L), Counters(darq));
-        Assert.Contains(4220, events.Ids);
-        var failure = Assert.Single(events.Events, e => e.Id == 4203);
+        Assert.Contains(events.Entries, e => e.EventId.Id == 4220);
+        var failure = Assert.Single(events.Entries, e => e.EventId.Id == 4203);
         Assert.IsType<FormatException>(failure.Exception);
         Assert.Same(failure.Exception, processor.LastAutoCheckpointError);
 
@@ -272,7 +272,7 @@ public sealed class DarqCheckpointPolicyTests
         deltas.AddRange(await StepDeltasAsync(darq, processor, 3));
         Assert.Equal(2, calls);
         Assert.Equal((3, 3L), Counters(darq));
-        Assert.Equal(2, events.Ids.Count(id => id == 4203));
+        Assert.Equal(2, events.Count(4203));
         Assert.True(darq.TailAddress > tail);
 
         // Once the snapshot works, the next step compacts everything.
@@ -338,48 +338,5 @@ public sealed class DarqCheckpointPolicyTests
         Assert.Null(processor.LastAutoCheckpoint);
         await StepDeltasAsync(darq, processor, 2);
         Assert.Equal(2, processor.LastAutoCheckpoint!.ReplacedLsns.Count);
-    }
-
-    /// <summary>Records the event ids (and exceptions) a DARQ logs.</summary>
-    internal sealed class EventRecorder : ILoggerFactory, ILogger
-    {
-        private readonly Lock _lock = new();
-        private readonly List<(int Id, Exception? Exception)> _events = [];
-
-        public List<(int Id, Exception? Exception)> Events
-        {
-            get
-            {
-                lock (_lock)
-                {
-                    return [.. _events];
-                }
-            }
-        }
-
-        public List<int> Ids => [.. Events.Select(e => e.Id)];
-
-        public ILogger CreateLogger(string categoryName) => this;
-
-        public void AddProvider(ILoggerProvider provider)
-        {
-        }
-
-        public IDisposable? BeginScope<TState>(TState state)
-            where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => true;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
-        {
-            lock (_lock)
-            {
-                _events.Add((eventId.Id, exception));
-            }
-        }
-
-        public void Dispose()
-        {
-        }
     }
 }

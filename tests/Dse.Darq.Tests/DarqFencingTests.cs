@@ -190,7 +190,7 @@ public sealed class DarqPageBlobFencingTests(AzuriteFixture azurite, ITestOutput
     [Fact]
     public async Task DeliveryLoop_InstanceFenced_StopsWithOneErrorAndFailsDeliveryWaiters()
     {
-        var logs = new ListLogger();
+        var logs = new LogCapture();
         var options = Options();
         options.Destinations = new UnreachableDestinations();
         var old = await Darq.OpenAsync(options, logs);

@@ -1,3 +1,4 @@
+using Dse.Testing;
 using Microsoft.Extensions.Time.Testing;
 
 namespace Dse.Darq.Tests;
@@ -254,7 +255,7 @@ public sealed class DarqProducerRetirementTests
     {
         var storage = new DarqTestStorage();
         var clock = new FakeTimeProvider();
-        var events = new DarqCheckpointPolicyTests.EventRecorder();
+        var events = new LogCapture();
         await using (var darq = await storage.OpenAsync(RetireIdle(clock), events))
         {
             await darq.EnqueueAsync(1, 0, "a".Bytes());
@@ -273,7 +274,7 @@ public sealed class DarqProducerRetirementTests
             Assert.Equal(1, await darq.ProducerCountAsync());
             Assert.Null(await darq.ProducerSequenceAsync(1));
             Assert.Equal(1, await darq.ProducerSequenceAsync(2));
-            Assert.Equal([4023, 4022], events.Ids.Where(id => id is 4022 or 4023));
+            Assert.Equal([4023, 4022], events.Entries.Select(e => e.EventId.Id).Where(id => id is 4022 or 4023));
             Assert.Equal(3, darq.UnconsumedCount);
         }
 

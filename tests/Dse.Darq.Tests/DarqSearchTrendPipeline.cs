@@ -1,6 +1,7 @@
 using System.Diagnostics.Metrics;
 using System.Globalization;
 using System.Text;
+using Dse.Testing;
 using Microsoft.Extensions.Logging;
 
 namespace Dse.Darq.Tests;
@@ -58,7 +59,9 @@ internal sealed class DarqSearchTrendPipeline
     /// </summary>
     private readonly long? _maxBufferedBytes;
     private readonly ClusterCoordinator? _coordinator;
-    private readonly RecentLog _log = new();
+
+    /// <summary>The warnings and errors of the DARQs and their StateObjects (general speculation), for a failure message.</summary>
+    private readonly LogCapture _log = new(LogLevel.Warning);
     private long _rollbacks;
     private long _fedFromLog;
     private long _outReadFromLog;
@@ -218,7 +221,7 @@ internal sealed class DarqSearchTrendPipeline
     public string Describe() => string.Join("; ", _stages.Values.Select(s =>
         $"{s.Name}: unconsumed {s.Darq?.UnconsumedCount}, pending out {s.Darq?.PendingOutCount}, steps {s.Loop?.Steps}, windows {s.Loop?.Windows}"
         + (s.Darq?.DseStateObject is { } dse ? $", world-line {dse.WorldLine}, version {dse.CurrentVersion}, committed {dse.CommittedVersion}" : "")))
-        + (_general ? $"; recent log: {_log}" : "");
+        + (_general ? $"; recent log: {string.Join(" | ", _log.Entries.TakeLast(30))}" : "");
 
     private static bool IsStopWord(string term) => term is "the" or "a";
 
@@ -803,53 +806,6 @@ internal sealed class DarqSearchTrendPipeline
                     return alert.Encode();
                 }
             }
-        }
-    }
-
-    /// <summary>The latest warnings and errors of the DARQs and their StateObjects (general speculation), for a failure message.</summary>
-    private sealed class RecentLog : ILoggerFactory, ILoggerProvider, ILogger
-    {
-        private const int Keep = 30;
-        private readonly Queue<string> _entries = new();
-
-        public ILogger CreateLogger(string categoryName) => this;
-
-        public void AddProvider(ILoggerProvider provider)
-        {
-        }
-
-        public IDisposable? BeginScope<TState>(TState state)
-            where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => logLevel >= LogLevel.Warning;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
-        {
-            if (!IsEnabled(logLevel))
-            {
-                return;
-            }
-
-            lock (_entries)
-            {
-                _entries.Enqueue($"[{eventId.Id}] {formatter(state, exception)}{(exception is null ? "" : $" ({exception.GetType().Name}: {exception.Message})")}");
-                if (_entries.Count > Keep)
-                {
-                    _entries.Dequeue();
-                }
-            }
-        }
-
-        public override string ToString()
-        {
-            lock (_entries)
-            {
-                return string.Join(" | ", _entries);
-            }
-        }
-
-        public void Dispose()
-        {
         }
     }
 

@@ -27,7 +27,7 @@ public sealed class DarqSpeculationDeliveryOrderTests
         var sOptions = DarqTestStorage.Options(sLog, DseDevices.CreateInMemory(new InMemoryStorage()));
         DarqGeneralSpeculationTests.General("s", 1, coordinator, destinations)(sOptions);
         sOptions.MaxBufferedOutBytes = "L1".Length;
-        var sLogger = new ListLogger();
+        var sLogger = new LogCapture();
         await using var s = await Darq.OpenAsync(sOptions, sLogger);
         var sProcessor = await s.RegisterProcessorAsync(guard.Token);
 

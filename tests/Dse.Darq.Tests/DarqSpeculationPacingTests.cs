@@ -84,7 +84,7 @@ public sealed class DarqSpeculationPacingTests
                 });
             }
 
-            // The producers end up waiting (without the fix, one of them fails instead: its error surfaces here).
+            // The producers end up waiting; a producer that failed instead of being held would surface its error here.
             var anyEnded = Task.WhenAny(tasks);
             await Task.WhenAny(held.WaitAsync(producers, guard.Token), anyEnded);
             if (anyEnded.IsCompleted)

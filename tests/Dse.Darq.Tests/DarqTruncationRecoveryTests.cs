@@ -1,6 +1,6 @@
 namespace Dse.Darq.Tests;
 
-/// <summary>Truncation keeps whole steps, so a truncated DARQ always reopens (review finding H1).</summary>
+/// <summary>Truncation keeps whole steps, so a truncated DARQ always reopens.</summary>
 [Trait("Category", "Recovery")]
 public sealed class DarqTruncationRecoveryTests
 {

@@ -1,14 +1,10 @@
-using System.Net;
 using Dse.Grpc.Tests.Wire;
 using Dse.Hosting;
 using Dse.Storage;
+using Dse.Testing;
 using Grpc.Core;
-using Grpc.Net.Client;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 
 namespace Dse.Grpc.Tests;
 
@@ -20,33 +16,23 @@ public sealed class DseGrpcHostingTests
     {
         await using var coordinator = new ClusterCoordinator();
         var log = await SnapshotLog.OpenAsync(DseDevices.CreateInMemory(), new SnapshotLogOptions { OwnsDevice = true });
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        ListenOptions? endpoint = null;
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen =>
+        await using var server = await LoopbackGrpcServer.StartAsync(app => app.MapGrpcService<RelayService>(), services =>
         {
-            listen.Protocols = HttpProtocols.Http2;
-            endpoint = listen;
-        }));
-        builder.Services
-            .AddDse(options =>
-            {
-                options.ObjectId = 2;
-                options.GroupCommitPeriod = TimeSpan.FromMilliseconds(5);
-            })
-            .UseCoordinator(coordinator)
-            .AddStateObject((_, options) => new CounterObject(options, log))
-            .AddGrpcInterceptors<CounterObject>();
-        builder.Services.AddSingleton(provider => new RelayNode { Counter = provider.GetRequiredService<CounterObject>() });
+            services
+                .AddDse(options =>
+                {
+                    options.ObjectId = 2;
+                    options.GroupCommitPeriod = TimeSpan.FromMilliseconds(5);
+                })
+                .UseCoordinator(coordinator)
+                .AddStateObject((_, options) => new CounterObject(options, log))
+                .AddGrpcInterceptors<CounterObject>();
+            services.AddSingleton(provider => new RelayNode { Counter = provider.GetRequiredService<CounterObject>() });
+        });
+        var counter = server.Services.GetRequiredService<CounterObject>();
+        await server.Services.GetRequiredService<IDseReadiness>().WhenReadyAsync(CancellationToken.None);
 
-        await using var app = builder.Build();
-        app.MapGrpcService<RelayService>();
-        await app.StartAsync();
-        var counter = app.Services.GetRequiredService<CounterObject>();
-        await app.Services.GetRequiredService<IDseReadiness>().WhenReadyAsync(CancellationToken.None);
-
-        using var channel = GrpcChannel.ForAddress($"http://127.0.0.1:{((IPEndPoint)endpoint!.EndPoint).Port}");
-        var client = new Relay.RelayClient(channel);
+        var client = new Relay.RelayClient(server.Channel);
 
         // A plain caller: the reply comes once the addition is recoverable.
         var reply = await client.AddAsync(new AddRequest { Amount = 2 });
@@ -60,6 +46,6 @@ public sealed class DseGrpcHostingTests
         await call.ResponseAsync;
         Assert.True(DseMetadata.TryGetHeader(call.GetTrailers(), out var replyHeader));
         Assert.Contains(Enumerable.Range(0, replyHeader.DependencyCount).Select(replyHeader.GetDependency), d => d.ObjectId == 2);
-        await app.StopAsync();
+        await server.StopAsync();
     }
 }

@@ -29,7 +29,7 @@ public sealed class DseHostedServiceTests
     public async Task StopAsync_OutstandingAction_PersistsAndCommitsItsVersion()
     {
         await using var storage = new CounterStorage();
-        var logs = new ListLogger();
+        var logs = new LogCapture();
         using (var host = await TestHost.BuildCounterAsync(storage, TestHost.Config(("Dse:GroupCommitPeriod", NoGroupCommit)), logs: logs))
         {
             var counter = await host.StartCounterAsync();
@@ -75,7 +75,7 @@ public sealed class DseHostedServiceTests
     public async Task StopAsync_VersionNeverCommits_GivesUpAfterShutdownTimeoutAndDisposes()
     {
         await using var storage = new CounterStorage();
-        var logs = new ListLogger();
+        var logs = new LogCapture();
         var coordinator = new GatedCoordinator { SwallowReports = true };
         coordinator.Open();
         using var host = await TestHost.BuildCounterAsync(
@@ -97,7 +97,7 @@ public sealed class DseHostedServiceTests
     public async Task StartAsync_CoordinatorDown_HostStartsAndConnectsOnceItIsBack()
     {
         await using var storage = new CounterStorage();
-        var logs = new ListLogger();
+        var logs = new LogCapture();
         var coordinator = new GatedCoordinator();
         using var host = await TestHost.BuildCounterAsync(storage, TestHost.Config(), dse => dse.UseCoordinator(coordinator), logs);
         var readiness = host.Services.GetRequiredService<IDseReadiness>();

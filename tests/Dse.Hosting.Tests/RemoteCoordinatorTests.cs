@@ -1,11 +1,8 @@
-using System.Net;
 using Dse.Coordinator;
+using Dse.Testing;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
-using Microsoft.Extensions.Logging;
 
 namespace Dse.Hosting.Tests;
 
@@ -16,7 +13,7 @@ public sealed class RemoteCoordinatorTests
     public async Task StartAsync_CoordinatorUrlInConfiguration_ConnectsOverGrpcAndCommits()
     {
         await using var coordinator = await StartCoordinatorAsync();
-        var address = coordinator.Urls.Single();
+        var address = coordinator.Address.OriginalString;
         await using var storage = new CounterStorage();
         using var host = await TestHost.BuildCounterAsync(storage, TestHost.Config(("Dse:Coordinator", address)));
         var counter = await host.StartCounterAsync();
@@ -27,17 +24,12 @@ public sealed class RemoteCoordinatorTests
         await host.StopAsync();
     }
 
-    /// <summary>The coordinator service as its host wires it, on a free port of 127.0.0.1 with HTTP/2 only.</summary>
-    private static async Task<WebApplication> StartCoordinatorAsync()
+    /// <summary>The coordinator service as its host wires it, on a loopback gRPC server.</summary>
+    private static Task<LoopbackGrpcServer> StartCoordinatorAsync()
     {
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
         var store = new InMemoryCoordinatorLogStore();
-        builder.Services.AddDseCoordinator(_ => new InMemoryCoordinatorLog(store), options => options.HeartbeatTimeout = null);
-        var app = builder.Build();
-        app.MapDseCoordinator();
-        await app.StartAsync();
-        return app;
+        return LoopbackGrpcServer.StartAsync(
+            app => app.MapDseCoordinator(),
+            services => services.AddDseCoordinator(_ => new InMemoryCoordinatorLog(store), options => options.HeartbeatTimeout = null));
     }
 }

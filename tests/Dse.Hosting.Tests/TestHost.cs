@@ -6,18 +6,18 @@ using Microsoft.Extensions.Logging;
 
 namespace Dse.Hosting.Tests;
 
-/// <summary>Builds a real generic host over in-memory configuration, with every log entry collected in <see cref="Logs"/>.</summary>
+/// <summary>Builds a real generic host over in-memory configuration; given a <see cref="LogCapture"/>, every log entry from Debug on is recorded in it.</summary>
 internal static class TestHost
 {
     /// <summary>Builds the host; <paramref name="before"/> registers services ahead of <c>AddDse</c>.</summary>
-    public static IHost Build(IDictionary<string, string?> configuration, Action<IDseBuilder> configure, ListLogger? logs = null, Action<IServiceCollection>? before = null)
+    public static IHost Build(IDictionary<string, string?> configuration, Action<IDseBuilder> configure, LogCapture? logs = null, Action<IServiceCollection>? before = null)
     {
         var builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
         builder.Configuration.AddInMemoryCollection(configuration);
         builder.Logging.ClearProviders();
         if (logs is not null)
         {
-            builder.Logging.AddProvider(new ListLoggerProvider(logs));
+            builder.Logging.AddProvider(logs);
             builder.Logging.SetMinimumLevel(LogLevel.Debug);
         }
 
@@ -27,7 +27,7 @@ internal static class TestHost
     }
 
     /// <summary>A host with one <see cref="CounterStateObject"/> over <paramref name="storage"/>, id from <c>Dse:ObjectId</c>.</summary>
-    public static async Task<IHost> BuildCounterAsync(CounterStorage storage, IDictionary<string, string?> configuration, Action<IDseBuilder>? configure = null, ListLogger? logs = null)
+    public static async Task<IHost> BuildCounterAsync(CounterStorage storage, IDictionary<string, string?> configuration, Action<IDseBuilder>? configure = null, LogCapture? logs = null)
     {
         var log = await storage.OpenAsync();
         return Build(configuration, dse =>
@@ -54,14 +54,5 @@ internal static class TestHost
         }
 
         return config;
-    }
-
-    private sealed class ListLoggerProvider(ListLogger logger) : ILoggerProvider
-    {
-        public ILogger CreateLogger(string categoryName) => logger;
-
-        public void Dispose()
-        {
-        }
     }
 }

@@ -237,4 +237,19 @@ public class ClusterCoordinatorTests
         // An empty newcomer is a genuinely new participant.
         Assert.Equal(0, (await c.ConnectAsync(Request(10))).RestoreVersion);
     }
+
+    [Fact]
+    public async Task ReportPersisted_OlderThanRetainedDecisions_IsStale()
+    {
+        var c = new ClusterCoordinator(new ClusterCoordinatorOptions { MaxRetainedDecisions = 1 });
+        await c.ConnectAsync(new ConnectRequest(1, []));
+        await c.ConnectAsync(new ConnectRequest(2, []));
+        for (int i = 0; i < 3; i++)
+        {
+            await c.ConnectAsync(new ConnectRequest(1, []));
+        }
+
+        Assert.Equal(ReportOutcome.Stale, await c.ReportPersistedAsync(2, new VersionReport(1, 0, [])));
+        Assert.Equal(ReportOutcome.Accepted, await c.ReportPersistedAsync(2, new VersionReport(1, 3, [])));
+    }
 }

@@ -395,6 +395,39 @@ public class CoordinatorRecoveryTests
         Assert.Null(a.Fault);
     }
 
+    // A coordinator crash while journaling a cold start leaves either no cold start (the next start is a cold start
+    // again) or all of it (the next start filters against its decision); never registrations without the closure.
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task ColdStart_CoordinatorCrashesWhileJournaling_NeverRestoresStateThatDependsOnLostState(bool appendBecameDurable)
+    {
+        var options = new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2] };
+        var a = new ConnectRequest(1, []);                                                   // a lost its version 1
+        var b = new ConnectRequest(2, [new VersionReport(1, 0, [new Dependency(1, 1)])]);   // b:1 observed a:1
+
+        var journal = new FailingJournal { FailAppendNumber = 2, DurableDespiteFailure = appendBecameDurable };   // 1: started, 2: the cold start
+        var first = await ClusterCoordinator.OpenAsync(journal, [], options);
+        var ja = first.ConnectAsync(a).AsTask();
+        await Assert.ThrowsAsync<DseCoordinatorException>(() => first.ConnectAsync(b).AsTask());
+        await Assert.ThrowsAnyAsync<Exception>(() => ja);
+
+        var second = await ClusterCoordinator.OpenAsync(journal, [.. journal.Entries], options);
+        var ra = second.ConnectAsync(a).AsTask();
+        var rb = await second.ConnectAsync(b);
+        if (appendBecameDurable)
+        {
+            // The cold start happened: both answer the recovery, then connect again as restarts.
+            Assert.True((await ra).MustRetry);
+            Assert.True(rb.MustRetry);
+            ra = second.ConnectAsync(a).AsTask();
+            rb = await second.ConnectAsync(b);
+        }
+
+        Assert.Equal(0, rb.RestoreVersion);   // b:1 depends on a:1, which no storage holds
+        Assert.Equal(0, (await ra).RestoreVersion);
+    }
+
     /// <summary>A coordinator whose calls, while failing, end like a timed-out gRPC call on a channel that throws cancellations.</summary>
     private sealed class TimingOutCoordinator(ClusterCoordinator inner) : IDseCoordinator
     {
@@ -470,6 +503,34 @@ public class CoordinatorRecoveryTests
 
             Entries.Add(entry);
             Appends++;
+            return ValueTask.CompletedTask;
+        }
+    }
+
+    /// <summary>A journal whose n-th append fails, the entry durable or not.</summary>
+    private sealed class FailingJournal : IClusterJournal
+    {
+        public List<ClusterJournalEntry> Entries { get; } = [];
+
+        public int FailAppendNumber;   // 1-based; 0: never
+
+        public bool DurableDespiteFailure;
+
+        private int _appends;
+
+        public ValueTask AppendAsync(ClusterJournalEntry entry, CancellationToken cancellationToken = default)
+        {
+            if (++_appends == FailAppendNumber)
+            {
+                if (DurableDespiteFailure)
+                {
+                    Entries.Add(entry);
+                }
+
+                return ValueTask.FromException(new IOException("coordinator crashed during the append"));
+            }
+
+            Entries.Add(entry);
             return ValueTask.CompletedTask;
         }
     }

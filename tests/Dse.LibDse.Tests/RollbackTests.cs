@@ -152,4 +152,83 @@ public class RollbackTests
         Assert.Equal(committedB, b.RestoredVersions[^1]);
         Assert.Equal([2L], b.History);
     }
+
+    [Fact]
+    public async Task Rollback_RestoreThrows_FaultsInsteadOfKeepingLaterState()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        a.Store.AutoDurable = false;
+        await TestCluster.ReceiveAsync(b, TestCluster.Send(a, 1), 2);
+        await b.AdvanceVersionAsync();
+        b.OnRestore = _ => throw new IOException("storage unavailable");
+        await a.DisposeAsync();
+        await MemoryStateObject.Create(1, a.Store).ConnectAsync(coordinator);
+
+        await Assert.ThrowsAsync<DseFaultedException>(() => b.RefreshAsync().AsTask());
+
+        Assert.IsType<DseFaultedException>(b.Fault);
+        Assert.Equal(0, b.WorldLine);
+        await Assert.ThrowsAsync<DseFaultedException>(() => b.RefreshAsync().AsTask());
+    }
+
+    [Fact]
+    public async Task Acknowledgements_FirstOneFails_AllAreDeliveredInOrderAndKeptVersionsCommit()
+    {
+        var inner = new ClusterCoordinator();
+        var flaky = new FlakyAcknowledgements(inner) { FailuresLeft = 1 };
+        var a = await TestCluster.ConnectAsync(inner, 1);
+        var c = await TestCluster.ConnectAsync(inner, 3);
+        var b = MemoryStateObject.Create(2);
+        await b.ConnectAsync(flaky);
+        b.Store.AutoDurable = false;
+        TestCluster.Send(b, 20);
+        await b.AdvanceVersionAsync();   // persisted in world-line 0, not yet durable
+
+        // Two unrelated restarts; b keeps its state through both, and its first acknowledgement is lost.
+        await a.DisposeAsync();
+        await MemoryStateObject.Create(1, a.Store).ConnectAsync(inner);
+        await c.DisposeAsync();
+        await MemoryStateObject.Create(3, c.Store).ConnectAsync(inner);
+        await b.RefreshAsync();
+        Assert.Equal(2, b.WorldLine);
+
+        b.Store.CompleteOldest();
+        await b.RefreshAsync();
+
+        Assert.Equal([1L, 2L], flaky.Delivered);
+        Assert.Equal(1, b.CommittedVersion);
+    }
+
+    private sealed class FlakyAcknowledgements(ClusterCoordinator inner) : IDseCoordinator
+    {
+        public int FailuresLeft { get; set; }
+
+        public List<long> Delivered { get; } = [];
+
+        public ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default) => inner.ConnectAsync(request, cancellationToken);
+
+        public ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default) => inner.ReportPersistedAsync(objectId, report, cancellationToken);
+
+        public async ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default)
+        {
+            if (FailuresLeft > 0)
+            {
+                FailuresLeft--;
+                throw new IOException("coordinator unreachable");
+            }
+
+            await inner.AcknowledgeRollbackAsync(objectId, worldLine, keptThrough, cancellationToken);
+            Delivered.Add(worldLine);
+        }
+
+        public ValueTask<ClusterState> ResyncAsync(ResyncRequest request, CancellationToken cancellationToken = default) => inner.ResyncAsync(request, cancellationToken);
+
+        public ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default) => inner.HeartbeatAsync(objectId, cancellationToken);
+
+        public ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default) => inner.GetStateAsync(cancellationToken);
+
+        public ValueTask<ClusterState> WaitForChangeAsync(long knownEpoch, CancellationToken cancellationToken = default) => inner.WaitForChangeAsync(knownEpoch, cancellationToken);
+    }
 }

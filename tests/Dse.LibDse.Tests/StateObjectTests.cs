@@ -316,9 +316,138 @@ public class StateObjectTests
         Assert.Contains("version 3", ex.Message, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public async Task StartActionAsync_CancelledWhileAdvancing_DoesNotLeakTheAction()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        using var cts = new CancellationTokenSource();
+        var b = new CancellingStateObject(2, cts);
+        await b.ConnectAsync(coordinator);
+        for (int i = 0; i < 3; i++)
+        {
+            await a.AdvanceVersionAsync();
+        }
+
+        // b must advance first (commit ordering); its Persist cancels the token, as a request timeout would.
+        bool started = await b.StartActionAsync(TestCluster.Send(a, 1), cts.Token);
+
+        Assert.True(started);
+        b.EndAction();
+        await b.AdvanceVersionAsync().AsTask().WaitAsync(TimeSpan.FromSeconds(30));
+    }
+
+    [Fact]
+    public async Task EndAction_WithoutStart_FaultsWithAClearMessageInsteadOfOverlappingPersist()
+    {
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1);
+        Assert.True(so.TryStartLocalAction());
+        so.EndAction();
+        so.EndAction();
+
+        await Assert.ThrowsAsync<DseFaultedException>(() => so.AdvanceVersionAsync().AsTask());
+
+        Assert.Contains("ended more often than started", so.Fault!.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task TryStartAction_ViewAheadOfWorldLine_StillRecordsDependencies()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        var c = await TestCluster.ConnectAsync(coordinator, 3);
+        var header = TestCluster.Send(a, 1);
+        await a.AdvanceVersionAsync();
+        await c.DisposeAsync();
+        await MemoryStateObject.Create(3, c.Store).ConnectAsync(coordinator);
+
+        // b's view is world-line 1 (a@1 committed there) but b itself is still in world-line 0: the edge must stay.
+        b.PublishView(coordinator.State);
+        Assert.Equal(0, b.WorldLine);
+        Assert.Equal(StartActionStatus.Accepted, b.TryStartAction(header));
+        b.EndAction();
+        await b.AdvanceVersionAsync();
+        Assert.Equal([new Dependency(1, 1)], VersionMetadata.Decode(1, b.Store.Durable[1].Metadata).Dependencies);
+    }
+
+    [Fact]
+    public async Task EndActionAsync_NonSpeculative_DisposedWhileWaiting_ThrowsInsteadOfHanging()
+    {
+        var so = await TestCluster.ConnectAsync(new ClusterCoordinator(), 1, speculative: false);
+        so.Store.AutoDurable = false;
+        await so.StartLocalActionAsync();
+        var pending = so.EndActionAsync().AsTask();
+
+        await so.DisposeAsync();
+
+        await Assert.ThrowsAsync<DseFaultedException>(() => pending.WaitAsync(TimeSpan.FromSeconds(30)));
+    }
+
+    [Fact]
+    public async Task EndActionAsync_NonSpeculative_KeptThroughRollback_CompletesInsteadOfThrowing()
+    {
+        var coordinator = new ClusterCoordinator();
+        var other = await TestCluster.ConnectAsync(coordinator, 1);
+        var so = await TestCluster.ConnectAsync(coordinator, 2, speculative: false);
+        so.Store.AutoDurable = false;
+        await so.StartLocalActionAsync();
+        so.Record(1);
+        var pending = so.EndActionAsync().AsTask();
+
+        // Another participant restarts; so depends on nothing lost, so it keeps its version.
+        await other.DisposeAsync();
+        await MemoryStateObject.Create(1, other.Store).ConnectAsync(coordinator);
+        await so.RefreshAsync();
+        Assert.Equal(1, so.WorldLine);
+        Assert.Equal([0L], so.RestoredVersions);
+
+        so.Store.CompleteOldest();
+        await so.RefreshAsync();
+        var header = await pending.WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.True(so.CommittedVersion >= header.Origin.Version);
+    }
+
+    [Fact]
+    public async Task EndActionAsync_NonSpeculative_VersionRolledBack_ThrowsWithoutAnotherBoundaryChange()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var so = await TestCluster.ConnectAsync(coordinator, 2, speculative: false);
+        a.Store.AutoDurable = false;
+        so.Store.AutoDurable = false;
+        Assert.True(await so.StartActionAsync(TestCluster.Send(a, 1)));
+        var pending = so.EndActionAsync().AsTask();
+
+        await a.DisposeAsync();
+        a.Store.Crash();
+        await MemoryStateObject.Create(1, a.Store).ConnectAsync(coordinator);
+        await so.RefreshAsync();   // publishes the view, then applies the decision: nothing else will change
+
+        await Assert.ThrowsAsync<DseRolledBackException>(() => pending.WaitAsync(TimeSpan.FromSeconds(30)));
+    }
+
     private sealed class ThrowingStateObject() : StateObject(new DseOptions { ObjectId = 1, RunBackgroundTasks = false })
     {
         protected override void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion) => throw new InvalidOperationException("boom");
+
+        protected override ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken) => ValueTask.FromResult(ReadOnlyMemory<byte>.Empty);
+
+        protected override void Prune(long version)
+        {
+        }
+
+        protected override ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken) =>
+            ValueTask.FromResult<IReadOnlyList<PersistedVersion>>([]);
+    }
+
+    private sealed class CancellingStateObject(long id, CancellationTokenSource cts) : StateObject(new DseOptions { ObjectId = id, RunBackgroundTasks = false })
+    {
+        protected override void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
+        {
+            cts.Cancel();
+            completion.SetDurable();
+        }
 
         protected override ValueTask<ReadOnlyMemory<byte>> RestoreAsync(long version, CancellationToken cancellationToken) => ValueTask.FromResult(ReadOnlyMemory<byte>.Empty);
 

@@ -156,4 +156,18 @@ public class SthreadTests
         await b.RefreshAsync();
         Assert.Equal(SthreadStatus.Completed, sthread.TryReceive(fromFuture));
     }
+
+    [Fact]
+    public async Task MergeAsync_SthreadOfAnotherObject_ThrowsNamingBoth()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        Assert.True(a.TryStartLocalAction());
+        var sthread = a.Detach();
+
+        var ex = await Assert.ThrowsAsync<ArgumentException>(() => b.MergeAsync(sthread).AsTask());
+        Assert.Contains("StateObject 1", ex.Message, StringComparison.Ordinal);
+        Assert.Throws<ArgumentException>(() => b.TryMerge(sthread));
+    }
 }

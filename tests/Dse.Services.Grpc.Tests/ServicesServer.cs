@@ -1,29 +1,25 @@
-using System.Net;
 using Dse.Grpc;
 using Dse.Services.Grpc.V1;
+using Dse.Testing;
 using Grpc.Core.Interceptors;
 using Grpc.Net.Client;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 
 namespace Dse.Services.Grpc.Tests;
 
-/// <summary>A service of Dse.Services.Grpc on a free port of 127.0.0.1: with the DSE server interceptor, or the manual KV.</summary>
+/// <summary>A service of Dse.Services.Grpc on a <see cref="LoopbackGrpcServer"/>: with the DSE server interceptor, or the manual KV.</summary>
 public sealed class ServicesServer : IAsyncDisposable
 {
-    private readonly WebApplication _app;
+    private readonly LoopbackGrpcServer _server;
 
-    private ServicesServer(WebApplication app, Uri address)
+    private ServicesServer(LoopbackGrpcServer server)
     {
-        _app = app;
-        Channel = GrpcChannel.ForAddress(address);
+        _server = server;
     }
 
     /// <summary>A channel without DSE: calls from a non-speculative client.</summary>
-    public GrpcChannel Channel { get; }
+    public GrpcChannel Channel => _server.Channel;
 
     public KeyValueService.KeyValueServiceClient PlainKv() => new(Channel);
 
@@ -62,27 +58,8 @@ public sealed class ServicesServer : IAsyncDisposable
             services.AddGrpc().AddServiceOptions<SpeculativeLogService>(o => o.Interceptors.Add<DseServerInterceptor>(log));
         }, app => app.MapSpeculativeLog());
 
-    private static async Task<ServicesServer> StartAsync(Action<IServiceCollection> configure, Action<WebApplication> map)
-    {
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        ListenOptions? endpoint = null;
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen =>
-        {
-            listen.Protocols = HttpProtocols.Http2;
-            endpoint = listen;
-        }));
-        configure(builder.Services);
-        var app = builder.Build();
-        map(app);
-        await app.StartAsync();
-        return new ServicesServer(app, new Uri($"http://127.0.0.1:{((IPEndPoint)endpoint!.EndPoint).Port}"));
-    }
+    private static async Task<ServicesServer> StartAsync(Action<IServiceCollection> configure, Action<WebApplication> map) =>
+        new(await LoopbackGrpcServer.StartAsync(map, configure));
 
-    public async ValueTask DisposeAsync()
-    {
-        Channel.Dispose();
-        await _app.StopAsync();
-        await _app.DisposeAsync();
-    }
+    public ValueTask DisposeAsync() => _server.DisposeAsync();
 }

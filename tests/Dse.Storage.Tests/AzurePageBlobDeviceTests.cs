@@ -90,14 +90,14 @@ public sealed class AzurePageBlobDeviceTests(AzuriteFixture azurite) : IAsyncLif
         options.Retry.MaxRetries = 0;
         options.Retry.NetworkTimeout = TimeSpan.FromSeconds(5);
         var unreachable = new BlobContainerClient(AzuriteFixture.ConnectionStringFor("127.0.0.1", UnusedPort()), "nowhere", options);
-        var logger = new ListLogger();
-        using var device = DseDevices.CreateAzurePageBlob(unreachable, "log", logger: logger);
+        var logs = new LogCapture();
+        using var device = DseDevices.CreateAzurePageBlob(unreachable, "log", logger: logs.CreateLogger<AzurePageBlobDevice>());
         device.Initialize(SegmentSize);
 
         uint errorCode = await TestIo.WriteAsync(device, 0, new byte[512]);
 
         Assert.Equal(DeviceErrorCodes.IoError, errorCode);
-        Assert.Contains(logger.Entries, e => e.Level == LogLevel.Error && e.EventId.Id == 1201 && e.Exception is not null);
+        Assert.Contains(logs.Entries, e => e.Level == LogLevel.Error && e.EventId.Id == 1201 && e.Exception is not null);
     }
 
     [Fact]

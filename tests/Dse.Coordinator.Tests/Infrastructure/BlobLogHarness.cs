@@ -1,6 +1,7 @@
 using Azure.Core.Pipeline;
 using Azure.Storage.Blobs;
 using Dse.Testing;
+using Microsoft.Extensions.Logging;
 
 namespace Dse.Coordinator.Tests.Infrastructure;
 
@@ -15,16 +16,16 @@ public sealed class BlobLogHarness(AzuriteFixture azurite) : LogHarness
 
     public override ICoordinatorLog CreateLog() => new BlobCoordinatorLog(Container, BlobName);
 
-    public BlobCoordinatorLog CreateLog(ListLogger logger, string blobName = BlobName) => new(Container, blobName, logger);
+    public BlobCoordinatorLog CreateLog(LogCapture logs, string blobName = BlobName) => new(Container, blobName, logs.CreateLogger<BlobCoordinatorLog>());
 
     /// <summary>A log whose client runs <paramref name="policy"/> on every try of every request (fast retries).</summary>
-    public BlobCoordinatorLog CreateLogWithPolicy(HttpPipelinePolicy policy, ListLogger logger)
+    public BlobCoordinatorLog CreateLogWithPolicy(HttpPipelinePolicy policy, LogCapture logs)
     {
         var options = new BlobClientOptions();
         options.Retry.Delay = TimeSpan.FromMilliseconds(10);
         options.AddPolicy(policy, Azure.Core.HttpPipelinePosition.PerRetry);
         var container = new BlobContainerClient(azurite.ConnectionString, Container.Name, options);
-        return new BlobCoordinatorLog(container, BlobName, logger);
+        return new BlobCoordinatorLog(container, BlobName, logs.CreateLogger<BlobCoordinatorLog>());
     }
 
     public override async ValueTask DisposeAsync() => await Container.DeleteIfExistsAsync();

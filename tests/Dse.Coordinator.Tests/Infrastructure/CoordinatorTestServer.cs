@@ -1,83 +1,58 @@
 using System.Net;
 using Dse.Coordinator.Client;
+using Dse.Testing;
 using Grpc.Net.Client;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
-using Microsoft.Extensions.Logging;
 
 namespace Dse.Coordinator.Tests.Infrastructure;
 
 /// <summary>
 /// The coordinator service in this process, wired as the host wires it (AddDseCoordinator, MapDseCoordinator,
-/// MapDseCoordinatorHealth), on a free port of 127.0.0.1 with HTTP/2 only. Stops and disposes everything it started.
+/// MapDseCoordinatorHealth), on a <see cref="LoopbackGrpcServer"/>. Stops and disposes everything it started, the
+/// clients it created included.
 /// </summary>
 public sealed class CoordinatorTestServer : IAsyncDisposable
 {
-    private readonly WebApplication _app;
+    private readonly LoopbackGrpcServer _server;
     private readonly List<IDisposable> _clients = [];
 
-    private CoordinatorTestServer(WebApplication app, Uri address)
+    private CoordinatorTestServer(LoopbackGrpcServer server)
     {
-        _app = app;
-        Address = address;
-        Channel = GrpcChannel.ForAddress(address);
-        _clients.Add(Channel);
+        _server = server;
     }
 
-    public Uri Address { get; }
+    public Uri Address => _server.Address;
 
     /// <summary>A channel for raw calls (health, hand-made messages).</summary>
-    public GrpcChannel Channel { get; }
+    public GrpcChannel Channel => _server.Channel;
 
-    public CoordinatorServer Server => _app.Services.GetRequiredService<CoordinatorServer>();
+    /// <summary>What the coordinator service logged (its own events from Debug on).</summary>
+    public LogCapture Logs => _server.Logs;
+
+    public CoordinatorServer Server => _server.Services.GetRequiredService<CoordinatorServer>();
 
     public ClusterCoordinator Coordinator => Server.Coordinator;
 
     /// <summary>The host's lifetime: whether something asked it to stop.</summary>
-    public IHostApplicationLifetime Lifetime => _app.Services.GetRequiredService<IHostApplicationLifetime>();
+    public IHostApplicationLifetime Lifetime => _server.Services.GetRequiredService<IHostApplicationLifetime>();
 
-    public static async Task<CoordinatorTestServer> StartAsync(Func<ICoordinatorLog> createLog, Action<CoordinatorServerOptions>? configure = null, ILoggerProvider? logs = null)
+    public static async Task<CoordinatorTestServer> StartAsync(Func<ICoordinatorLog> createLog, Action<CoordinatorServerOptions>? configure = null)
     {
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [] });
-        builder.Logging.ClearProviders();
-        if (logs is not null)
-        {
-            builder.Logging.AddProvider(logs);
-            builder.Logging.SetMinimumLevel(LogLevel.Debug);
-        }
-
-        ListenOptions? endpoint = null;
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen =>
-        {
-            listen.Protocols = HttpProtocols.Http2;
-            endpoint = listen;
-        }));
-        builder.Services.AddDseCoordinator(_ => createLog(), options =>
-        {
-            // No participant is removed behind a test's back unless the test asks for it.
-            options.HeartbeatTimeout = null;
-            configure?.Invoke(options);
-        });
-
-        var app = builder.Build();
-        app.MapDseCoordinator();
-        app.MapDseCoordinatorHealth();
-        _ = app.Services.GetRequiredService<IServer>();
-        try
-        {
-            await app.StartAsync();
-        }
-        catch
-        {
-            await app.DisposeAsync();
-            throw;
-        }
-
-        return new CoordinatorTestServer(app, new Uri($"http://127.0.0.1:{((IPEndPoint)endpoint!.EndPoint).Port}"));
+        var server = await LoopbackGrpcServer.StartAsync(
+            app =>
+            {
+                app.MapDseCoordinator();
+                app.MapDseCoordinatorHealth();
+            },
+            services => services.AddDseCoordinator(_ => createLog(), options =>
+            {
+                // No participant is removed behind a test's back unless the test asks for it.
+                options.HeartbeatTimeout = null;
+                configure?.Invoke(options);
+            }));
+        return new CoordinatorTestServer(server);
     }
 
     public GrpcCoordinatorClient CreateClient(GrpcCoordinatorClientOptions? options = null)
@@ -101,7 +76,7 @@ public sealed class CoordinatorTestServer : IAsyncDisposable
     }
 
     /// <summary>Stops the host as SIGTERM would; <see cref="DisposeAsync"/> then only releases what is left.</summary>
-    public Task StopAsync() => _app.StopAsync();
+    public Task StopAsync() => _server.StopAsync();
 
     public async ValueTask DisposeAsync()
     {
@@ -110,7 +85,6 @@ public sealed class CoordinatorTestServer : IAsyncDisposable
             client.Dispose();
         }
 
-        await _app.StopAsync();
-        await _app.DisposeAsync();
+        await _server.DisposeAsync();
     }
 }

@@ -1,4 +1,6 @@
 using Dse.Testing;
+using Microsoft.Extensions.Logging;
+
 namespace Dse.Coordinator.Tests.Infrastructure;
 
 /// <summary>File logs at one path in a fresh temp directory, deleted on dispose.</summary>
@@ -18,7 +20,7 @@ public sealed class FileLogHarness : LogHarness
 
     public override ICoordinatorLog CreateLog() => new FileCoordinatorLog(Path);
 
-    public FileCoordinatorLog CreateLog(ListLogger logger) => new(Path, logger);
+    public FileCoordinatorLog CreateLog(LogCapture logs) => new(Path, logs.CreateLogger<FileCoordinatorLog>());
 
     public override ValueTask DisposeAsync()
     {

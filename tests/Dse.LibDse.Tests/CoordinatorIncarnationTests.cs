@@ -1,7 +1,12 @@
 namespace Dse.Tests;
 
-/// <summary>Regression tests for the defects the review of the journaled coordinator found (each failed before its fix).</summary>
-public class CoordinatorReviewRegressionTests
+/// <summary>
+/// A new coordinator incarnation (a restart on the same journal) and the participants around it: a participant that
+/// restarts while it recovers still connects, and the committed boundary a StateObject has seen never goes back (the
+/// new incarnation keeps the old one's committed floors through every state it publishes while recovering, and through
+/// a resync that failed once), so a later restart never rolls back what the old incarnation committed.
+/// </summary>
+public class CoordinatorIncarnationTests
 {
     private sealed class Journal : IClusterJournal
     {
@@ -16,10 +21,10 @@ public class CoordinatorReviewRegressionTests
 
     private static Task<ClusterCoordinator> Open(Journal j) => ClusterCoordinator.OpenAsync(j, [.. j.Entries]);
 
-    // R1: the last recovery answer is a connect. The MustRetry answer used to carry the state published by the end of
-    // recovery, so StateObject.ConnectAsync waited for a change after it, and nothing else published.
+    // The last answer the recovery waits for is a connect (the only participant restarts with the coordinator): its
+    // ConnectAsync must complete without waiting for a state change that nothing else would publish.
     [Fact]
-    public async Task R1_SingleParticipant_RestartsWhileCoordinatorDown_ConnectAsyncCompletes()
+    public async Task ConnectAsync_OnlyParticipantRestartsWithTheCoordinator_Completes()
     {
         var journal = new Journal();
         var first = await Open(journal);
@@ -39,7 +44,7 @@ public class CoordinatorReviewRegressionTests
     }
 
     [Fact]
-    public async Task R1b_IdleLiveParticipantResyncs_RestartedOneAnswersLast_ConnectAsyncCompletes()
+    public async Task ConnectAsync_RestartedParticipantAnswersTheRecoveryLast_Completes()
     {
         var journal = new Journal();
         var proxy = new CoordinatorProxy(await Open(journal));
@@ -58,9 +63,9 @@ public class CoordinatorReviewRegressionTests
         await b2.ConnectAsync(proxy).AsTask().WaitAsync(TimeSpan.FromSeconds(5));
     }
 
-    // R2: PublishView used to merge the old incarnation's committed floors only into the FIRST state of a new
-    // incarnation; a second state of that incarnation (still recovering, floors not yet raised) replaced the view.
-    private static async Task<(CoordinatorProxy Proxy, Journal Journal, MemoryStateObject A, MemoryStateObject B)> SetupR2()
+    // a and b both commit version 1 in the first incarnation; a sees it, b does not. Every state a new incarnation
+    // publishes while recovering (floors not yet raised) must merge into a's view instead of replacing it.
+    private static async Task<(CoordinatorProxy Proxy, Journal Journal, MemoryStateObject A, MemoryStateObject B)> CommitBothThenOnlyASeesItAsync()
     {
         var journal = new Journal();
         var proxy = new CoordinatorProxy(await Open(journal));
@@ -80,9 +85,9 @@ public class CoordinatorReviewRegressionTests
     }
 
     [Fact]
-    public async Task R2a_ViewNeverGoesBack_AcrossTwoStatesOfARecoveringIncarnation()
+    public async Task PublishView_TwoStatesOfARecoveringIncarnation_ViewNeverGoesBack()
     {
-        var (proxy, journal, a, b) = await SetupR2();
+        var (proxy, journal, a, b) = await CommitBothThenOnlyASeesItAsync();
         proxy.Current = await Open(journal);
 
         a.PublishView(proxy.Current.State);   // first state of incarnation 2: merged, b:1 kept
@@ -95,15 +100,15 @@ public class CoordinatorReviewRegressionTests
     }
 
     [Fact]
-    public async Task R2b_RegressedViewResynced_CommittedVersionIsRolledBackByALaterRestart()
+    public async Task RefreshAsync_ResyncAfterASecondRecoveringState_BoundaryKeepsWhatTheOldIncarnationCommitted()
     {
-        var (proxy, journal, a, b) = await SetupR2();
+        var (proxy, journal, a, b) = await CommitBothThenOnlyASeesItAsync();
         proxy.Current = await Open(journal);
 
         a.PublishView(proxy.Current.State);
         await b.RefreshAsync();
-        a.PublishView(proxy.Current.State);   // the interleaving of R2a
-        await a.RefreshAsync();               // a resyncs with the regressed view; recovery ends
+        a.PublishView(proxy.Current.State);   // the second recovering state reaches a before its resync
+        await a.RefreshAsync();               // a resyncs with its view; recovery ends
         Assert.False(proxy.Current.State.IsRecovering);
 
         // Incarnation 1 published b:1 as committed (and a saw it); incarnation 2 must never go below it.
@@ -111,9 +116,9 @@ public class CoordinatorReviewRegressionTests
     }
 
     [Fact]
-    public async Task R2c_Control_WithoutTheSecondPublish_FloorsSurvive()
+    public async Task RefreshAsync_ResyncAfterOneRecoveringState_BoundaryKeepsWhatTheOldIncarnationCommitted()
     {
-        var (proxy, journal, a, b) = await SetupR2();
+        var (proxy, journal, a, b) = await CommitBothThenOnlyASeesItAsync();
         proxy.Current = await Open(journal);
 
         a.PublishView(proxy.Current.State);
@@ -124,9 +129,9 @@ public class CoordinatorReviewRegressionTests
     }
 
     [Fact]
-    public async Task R2d_RegressedView_ThenRestartOfB_RollsBackBsCommittedVersion()
+    public async Task ConnectAsync_RestartAfterASecondRecoveringState_KeepsWhatTheOldIncarnationCommitted()
     {
-        var (proxy, journal, a, b) = await SetupR2();
+        var (proxy, journal, a, b) = await CommitBothThenOnlyASeesItAsync();
         proxy.Current = await Open(journal);
         a.PublishView(proxy.Current.State);
         await b.RefreshAsync();
@@ -160,9 +165,9 @@ public class CoordinatorReviewRegressionTests
         public ValueTask<ClusterState> WaitForChangeAsync(long e, CancellationToken ct = default) => inner.WaitForChangeAsync(e, ct);
     }
 
-    // R2e: public API only. One transient failure of a's resync RPC is enough.
+    // Public API only: one transient failure of a's resync call must not lose the floors a merged into its view.
     [Fact]
-    public async Task R2e_TransientResyncFailure_LosesTheFloors_AndARestartRollsBackCommittedState()
+    public async Task ConnectAsync_RestartAfterATransientResyncFailure_KeepsWhatTheOldIncarnationCommitted()
     {
         var journal = new Journal();
         var proxy = new CoordinatorProxy(await Open(journal));
@@ -182,7 +187,7 @@ public class CoordinatorReviewRegressionTests
         await Assert.ThrowsAsync<IOException>(() => a.RefreshAsync().AsTask());   // view merged, resync failed
         Assert.Equal(1, a.ClusterView.CommittedVersion(2));
         await b.RefreshAsync();    // b resyncs: the coordinator publishes a new recovering state
-        await a.RefreshAsync();    // a retries: the new state replaced the merged view, and a resyncs without b:1
+        await a.RefreshAsync();    // a retries its resync: the view it resyncs with must still hold b:1 committed
         Assert.False(proxy.Current.State.IsRecovering);
 
         await b.DisposeAsync();
@@ -190,65 +195,5 @@ public class CoordinatorReviewRegressionTests
         await b2.ConnectAsync(proxy);
         var decision = proxy.Current.State.Decisions[^1];
         Assert.True(decision.CutFor(2) >= 1, $"restart of b rolled back b:1, which incarnation 1 committed and a saw committed: {decision}");
-    }
-
-    private sealed class FailingJournal : IClusterJournal
-    {
-        public List<ClusterJournalEntry> Entries { get; } = [];
-
-        public int FailAppendNumber;   // 1-based; 0: never
-
-        public bool DurableDespiteFailure;
-
-        private int _appends;
-
-        public ValueTask AppendAsync(ClusterJournalEntry entry, CancellationToken cancellationToken = default)
-        {
-            if (++_appends == FailAppendNumber)
-            {
-                if (DurableDespiteFailure)
-                {
-                    Entries.Add(entry);
-                }
-
-                return ValueTask.FromException(new IOException("coordinator crashed during the append"));
-            }
-
-            Entries.Add(entry);
-            return ValueTask.CompletedTask;
-        }
-    }
-
-    // R3: a coordinator crash while journaling a cold start must leave either no cold start (the next start is a cold
-    // start again) or all of it (the next start filters against its decision); never registrations without the closure.
-    [Theory]
-    [InlineData(false)]
-    [InlineData(true)]
-    public async Task R3_CrashDuringColdStartJournaling_NeverRestoresStateThatDependsOnLostState(bool appendBecameDurable)
-    {
-        var options = new ClusterCoordinatorOptions { ExpectedParticipants = [1, 2] };
-        var a = new ConnectRequest(1, []);                                                   // a lost its version 1
-        var b = new ConnectRequest(2, [new VersionReport(1, 0, [new Dependency(1, 1)])]);   // b:1 observed a:1
-
-        var journal = new FailingJournal { FailAppendNumber = 2, DurableDespiteFailure = appendBecameDurable };   // 1: started, 2: the cold start
-        var first = await ClusterCoordinator.OpenAsync(journal, [], options);
-        var ja = first.ConnectAsync(a).AsTask();
-        await Assert.ThrowsAsync<DseCoordinatorException>(() => first.ConnectAsync(b).AsTask());
-        await Assert.ThrowsAnyAsync<Exception>(() => ja);
-
-        var second = await ClusterCoordinator.OpenAsync(journal, [.. journal.Entries], options);
-        var ra = second.ConnectAsync(a).AsTask();
-        var rb = await second.ConnectAsync(b);
-        if (appendBecameDurable)
-        {
-            // The cold start happened: both answer the recovery, then connect again as restarts.
-            Assert.True((await ra).MustRetry);
-            Assert.True(rb.MustRetry);
-            ra = second.ConnectAsync(a).AsTask();
-            rb = await second.ConnectAsync(b);
-        }
-
-        Assert.Equal(0, rb.RestoreVersion);   // b:1 depends on a:1, which no storage holds
-        Assert.Equal(0, (await ra).RestoreVersion);
     }
 }
