@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Dse.Testing;
 
 namespace Dse.Benchmarks.Tests;
 
@@ -15,13 +16,13 @@ internal static class BenchmarkHarness
     /// <summary>Runs the harness with <paramref name="arguments"/> and extra environment variables.</summary>
     public static async Task<HarnessRun> RunAsync(IReadOnlyDictionary<string, string>? environment, params string[] arguments)
     {
-        var start = new ProcessStartInfo(DotnetHost())
+        var start = new ProcessStartInfo(BuiltProgram.DotnetMuxer())
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
             UseShellExecute = false,
         };
-        start.ArgumentList.Add(HarnessAssembly());
+        start.ArgumentList.Add(BuiltProgram.Locate("benchmarks/Dse.Benchmarks", "Dse.Benchmarks.dll"));
         foreach (string argument in arguments)
         {
             start.ArgumentList.Add(argument);
@@ -53,46 +54,5 @@ internal static class BenchmarkHarness
         }
 
         return new HarnessRun(process.ExitCode, await stdout, await stderr, timedOut, watch.Elapsed);
-    }
-
-    /// <summary>The harness's dll in its own bin folder, same configuration and target framework as this test build.</summary>
-    private static string HarnessAssembly()
-    {
-        var output = new DirectoryInfo(AppContext.BaseDirectory.TrimEnd(Path.DirectorySeparatorChar));
-        string framework = output.Name;
-        string configuration = output.Parent?.Name ?? "Release";
-        var root = output;
-        while (root is not null && !File.Exists(Path.Combine(root.FullName, "Dse.sln")))
-        {
-            root = root.Parent;
-        }
-
-        if (root is null)
-        {
-            throw new InvalidOperationException($"No Dse.sln above {AppContext.BaseDirectory}; cannot find the benchmark harness.");
-        }
-
-        string path = Path.Combine(root.FullName, "benchmarks", "Dse.Benchmarks", "bin", configuration, framework, "Dse.Benchmarks.dll");
-        return File.Exists(path)
-            ? path
-            : throw new InvalidOperationException($"The benchmark harness is not built at {path}; build Dse.sln (or this test project) in {configuration}.");
-    }
-
-    /// <summary>The muxer that runs this test host: DOTNET_HOST_PATH, this process when it is dotnet, or dotnet on the PATH.</summary>
-    private static string DotnetHost()
-    {
-        string? host = Environment.GetEnvironmentVariable("DOTNET_HOST_PATH");
-        if (!string.IsNullOrEmpty(host) && File.Exists(host))
-        {
-            return host;
-        }
-
-        string? self = Environment.ProcessPath;
-        if (self is not null && Path.GetFileNameWithoutExtension(self).Equals("dotnet", StringComparison.OrdinalIgnoreCase))
-        {
-            return self;
-        }
-
-        return OperatingSystem.IsWindows() ? "dotnet.exe" : "dotnet";
     }
 }

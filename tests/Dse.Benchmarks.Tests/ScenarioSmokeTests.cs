@@ -1,6 +1,7 @@
 using System.Text.Json;
 using Dse.Benchmarks.Harness;
 using Xunit.Abstractions;
+using Dse.Testing;
 
 namespace Dse.Benchmarks.Tests;
 
@@ -28,7 +29,7 @@ public class ScenarioSmokeTests(ITestOutputHelper output)
     public async Task QuickRun_ListedScenario_ExitsZeroWithOneResultLineAndItsJson(string scenario)
     {
         string folder = Directory.CreateTempSubdirectory("dse-bench-smoke-").FullName;
-        var committed = CommittedResult(scenario);
+        var committed = new FileInfo(Path.Combine(BuiltProgram.RepositoryRoot(), "benchmarks", "results", scenario + ".json"));
         var committedBefore = committed.Exists ? committed.LastWriteTimeUtc : default;
         try
         {
@@ -54,16 +55,5 @@ public class ScenarioSmokeTests(ITestOutputHelper output)
         {
             Directory.Delete(folder, recursive: true);
         }
-    }
-
-    private static FileInfo CommittedResult(string scenario)
-    {
-        var dir = new DirectoryInfo(AppContext.BaseDirectory);
-        while (dir is not null && !File.Exists(Path.Combine(dir.FullName, "Dse.sln")))
-        {
-            dir = dir.Parent;
-        }
-
-        return new FileInfo(Path.Combine(dir?.FullName ?? AppContext.BaseDirectory, "benchmarks", "results", scenario + ".json"));
     }
 }

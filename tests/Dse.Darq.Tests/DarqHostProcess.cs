@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Dse.Testing;
 
 namespace Dse.Darq.Tests;
 
@@ -31,12 +32,12 @@ internal sealed class DarqHostProcess : IAsyncDisposable
 
     /// <summary>Starts the host with <paramref name="arguments"/>; <paramref name="onLine"/> sees each output line.</summary>
     public static DarqHostProcess Start(IEnumerable<string> arguments, Action<string> onLine)
-        => StartProgram(HostAssembly(), arguments, onLine);
+        => StartProgram(BuiltProgram.Locate("tests/Dse.Darq.TestHost", "Dse.Darq.TestHost.dll"), arguments, onLine);
 
     /// <summary>Starts another program of this repository built next to the tests (see <see cref="BuiltAssembly"/>).</summary>
     public static DarqHostProcess StartProgram(string assembly, IEnumerable<string> arguments, Action<string> onLine)
     {
-        var start = new ProcessStartInfo(DotnetMuxer())
+        var start = new ProcessStartInfo(BuiltProgram.DotnetMuxer())
         {
             RedirectStandardInput = true,
             RedirectStandardOutput = true,
@@ -110,43 +111,5 @@ internal sealed class DarqHostProcess : IAsyncDisposable
         {
             onLine(line);
         }
-    }
-
-    /// <summary>The host's build output next to this assembly's: tests/Dse.Darq.TestHost/bin/{configuration}/{framework}.</summary>
-    private static string HostAssembly() => BuiltAssembly("tests/Dse.Darq.TestHost", "Dse.Darq.TestHost.dll");
-
-    /// <summary>
-    /// A program's build output in the same configuration and framework as this assembly's:
-    /// <paramref name="project"/>/bin/{configuration}/{framework}/<paramref name="dll"/>, from the repository root.
-    /// </summary>
-    public static string BuiltAssembly(string project, string dll)
-    {
-        var output = new DirectoryInfo(AppContext.BaseDirectory.TrimEnd(Path.DirectorySeparatorChar));
-        string framework = output.Name;
-        string configuration = output.Parent?.Name ?? string.Empty;
-        var root = output;
-        while (root is not null && !File.Exists(Path.Combine(root.FullName, "Dse.sln")))
-        {
-            root = root.Parent;
-        }
-
-        string path = Path.Combine([root?.FullName ?? ".", .. project.Split('/'), "bin", configuration, framework, dll]);
-        return File.Exists(path)
-            ? path
-            : throw new FileNotFoundException($"{dll} is not built at {path}; build it with 'dotnet build {project} -c {configuration}'.", path);
-    }
-
-    private static string DotnetMuxer()
-    {
-        string? host = Environment.GetEnvironmentVariable("DOTNET_HOST_PATH");
-        if (!string.IsNullOrEmpty(host) && File.Exists(host))
-        {
-            return host;
-        }
-
-        string? self = Environment.ProcessPath;
-        return self is not null && Path.GetFileNameWithoutExtension(self).Equals("dotnet", StringComparison.OrdinalIgnoreCase)
-            ? self
-            : OperatingSystem.IsWindows() ? "dotnet.exe" : "dotnet";
     }
 }

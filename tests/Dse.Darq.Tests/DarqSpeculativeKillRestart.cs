@@ -2,6 +2,7 @@ using System.Buffers.Binary;
 using System.Globalization;
 using Dse.Darq.Grpc;
 using Dse.Darq.TestHost;
+using Dse.Testing;
 using Grpc.Net.Client;
 using Xunit.Abstractions;
 
@@ -69,7 +70,7 @@ internal static class DarqSpeculativeKillRestart
         using var guard = new CancellationTokenSource(TimeSpan.FromMinutes(3));
         var coordinatorLines = new Lines("coordinator");
         await using var coordinator = DarqHostProcess.StartProgram(
-            DarqHostProcess.BuiltAssembly("src/Coordinator/Dse.Coordinator.Host", "Dse.Coordinator.Host.dll"),
+            BuiltProgram.Locate("src/Coordinator/Dse.Coordinator.Host", "Dse.Coordinator.Host.dll"),
             ["--port", "0", .. coordinatorLog, "--heartbeat-timeout", "60s"],
             coordinatorLines.Add);
         started.Add(("coordinator", coordinator));

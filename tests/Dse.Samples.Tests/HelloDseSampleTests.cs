@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Text.RegularExpressions;
 using Xunit.Abstractions;
+using Dse.Testing;
 
 namespace Dse.Samples.Tests;
 
@@ -73,14 +74,14 @@ public partial class HelloDseSampleTests(ITestOutputHelper output) : IDisposable
     /// <summary>Runs the built sample with <paramref name="arguments"/>; returns its exit code and everything it printed.</summary>
     private async Task<(int ExitCode, string Output)> RunAsync(params string[] arguments)
     {
-        var start = new ProcessStartInfo(DotnetMuxer())
+        var start = new ProcessStartInfo(BuiltProgram.DotnetMuxer())
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
             UseShellExecute = false,
         };
         start.ArgumentList.Add("exec");
-        start.ArgumentList.Add(BuiltSample());
+        start.ArgumentList.Add(BuiltProgram.Locate("samples/HelloDse", "HelloDse.dll"));
         foreach (string argument in arguments)
         {
             start.ArgumentList.Add(argument);
@@ -104,38 +105,6 @@ public partial class HelloDseSampleTests(ITestOutputHelper output) : IDisposable
         output.WriteLine(printed);
         output.WriteLine(await stderr);
         return (process.ExitCode, printed);
-    }
-
-    /// <summary>The sample's build output in this test assembly's configuration (the test project builds it).</summary>
-    private static string BuiltSample()
-    {
-        // This assembly lives in {root}/tests/Dse.Samples.Tests/bin/{Configuration}/{TargetFramework}/.
-        var bin = new DirectoryInfo(AppContext.BaseDirectory.TrimEnd(Path.DirectorySeparatorChar));
-        var root = bin;
-        while (root is not null && !File.Exists(Path.Combine(root.FullName, "Dse.sln")))
-        {
-            root = root.Parent;
-        }
-
-        string path = Path.Combine(root?.FullName ?? ".", "samples", "HelloDse", "bin", bin.Parent?.Name ?? "Release", bin.Name, "HelloDse.dll");
-        return File.Exists(path)
-            ? path
-            : throw new FileNotFoundException($"The HelloDse sample is not built at {path}; build it with 'dotnet build samples/HelloDse -c {bin.Parent?.Name}'.", path);
-    }
-
-    /// <summary>The muxer that runs this test host: DOTNET_HOST_PATH, this process when it is dotnet, or dotnet on the PATH.</summary>
-    private static string DotnetMuxer()
-    {
-        string? host = Environment.GetEnvironmentVariable("DOTNET_HOST_PATH");
-        if (!string.IsNullOrEmpty(host) && File.Exists(host))
-        {
-            return host;
-        }
-
-        string? self = Environment.ProcessPath;
-        return self is not null && Path.GetFileNameWithoutExtension(self).Equals("dotnet", StringComparison.OrdinalIgnoreCase)
-            ? self
-            : OperatingSystem.IsWindows() ? "dotnet.exe" : "dotnet";
     }
 
     [GeneratedRegex(@"^(Hello, .+!.*\.) \([0-9.]+ ms\)\r?$", RegexOptions.Multiline)]

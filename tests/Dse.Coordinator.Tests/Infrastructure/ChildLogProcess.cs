@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Dse.Testing;
 
 namespace Dse.Coordinator.Tests.Infrastructure;
 

@@ -1,6 +1,7 @@
 using System.Globalization;
 using System.Net;
 using System.Net.Sockets;
+using Dse.Testing;
 
 namespace Dse.Coordinator.Tests.Infrastructure;
 

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Dse.Testing;
 
 namespace Dse.Coordinator.Tests.Infrastructure;
 
@@ -24,13 +25,13 @@ public sealed class HostProcess : IAsyncDisposable
     /// <summary>Starts the host with extra environment variables (the blob connection string, for instance).</summary>
     public static HostProcess Start(IReadOnlyDictionary<string, string>? environment, params string[] arguments)
     {
-        var start = new ProcessStartInfo(DotnetHost())
+        var start = new ProcessStartInfo(BuiltProgram.DotnetMuxer())
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
             UseShellExecute = false,
         };
-        start.ArgumentList.Add(HostAssembly());
+        start.ArgumentList.Add(BuiltProgram.Locate("src/Coordinator/Dse.Coordinator.Host", "Dse.Coordinator.Host.dll"));
         foreach (string argument in arguments)
         {
             start.ArgumentList.Add(argument);
@@ -72,46 +73,5 @@ public sealed class HostProcess : IAsyncDisposable
         }
 
         _process.Dispose();
-    }
-
-    /// <summary>The host's dll in its own bin folder, same configuration and target framework as this test build.</summary>
-    private static string HostAssembly()
-    {
-        var output = new DirectoryInfo(AppContext.BaseDirectory.TrimEnd(Path.DirectorySeparatorChar));
-        string framework = output.Name;
-        string configuration = output.Parent?.Name ?? "Release";
-        var root = output;
-        while (root is not null && !File.Exists(Path.Combine(root.FullName, "Dse.sln")))
-        {
-            root = root.Parent;
-        }
-
-        if (root is null)
-        {
-            throw new InvalidOperationException($"No Dse.sln above {AppContext.BaseDirectory}; cannot find the coordinator host.");
-        }
-
-        string path = Path.Combine(root.FullName, "src", "Coordinator", "Dse.Coordinator.Host", "bin", configuration, framework, "Dse.Coordinator.Host.dll");
-        return File.Exists(path)
-            ? path
-            : throw new InvalidOperationException($"The coordinator host is not built at {path}; build Dse.sln (or this test project) in {configuration}.");
-    }
-
-    /// <summary>The muxer that runs this test host: DOTNET_HOST_PATH, this process when it is dotnet, or dotnet on the PATH.</summary>
-    private static string DotnetHost()
-    {
-        string? host = Environment.GetEnvironmentVariable("DOTNET_HOST_PATH");
-        if (!string.IsNullOrEmpty(host) && File.Exists(host))
-        {
-            return host;
-        }
-
-        string? self = Environment.ProcessPath;
-        if (self is not null && Path.GetFileNameWithoutExtension(self).Equals("dotnet", StringComparison.OrdinalIgnoreCase))
-        {
-            return self;
-        }
-
-        return OperatingSystem.IsWindows() ? "dotnet.exe" : "dotnet";
     }
 }

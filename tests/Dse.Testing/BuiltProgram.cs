@@ -1,0 +1,59 @@
+namespace Dse.Testing;
+
+/// <summary>
+/// Finds what tests start in processes of their own: the dotnet muxer, the repository, and other projects' build
+/// output in the same configuration and target framework as the running test assembly (a test project references
+/// such a program with <c>ReferenceOutputAssembly=false</c>, so building the tests builds it).
+/// </summary>
+public static class BuiltProgram
+{
+    /// <summary>The repository root: the first directory above the test's output that holds <c>Dse.sln</c>.</summary>
+    /// <exception cref="InvalidOperationException">The tests run outside the repository's build output.</exception>
+    public static string RepositoryRoot()
+    {
+        for (var directory = new DirectoryInfo(AppContext.BaseDirectory); directory is not null; directory = directory.Parent)
+        {
+            if (File.Exists(Path.Combine(directory.FullName, "Dse.sln")))
+            {
+                return directory.FullName;
+            }
+        }
+
+        throw new InvalidOperationException($"No Dse.sln above {AppContext.BaseDirectory}; run the tests from the repository's build output.");
+    }
+
+    /// <summary>
+    /// The build output of <paramref name="projectDirectory"/> (relative to the repository root, with '/'), for example
+    /// <c>Locate("src/Coordinator/Dse.Coordinator.Host", "Dse.Coordinator.Host.dll")</c>.
+    /// </summary>
+    /// <exception cref="FileNotFoundException">The program was not built; the message names the path and how to build it.</exception>
+    public static string Locate(string projectDirectory, string assemblyFileName)
+    {
+        // The test assembly runs from {root}/tests/{project}/bin/{configuration}/{framework}/.
+        var output = new DirectoryInfo(AppContext.BaseDirectory.TrimEnd(Path.DirectorySeparatorChar));
+        string framework = output.Name;
+        string configuration = output.Parent?.Name ?? "Release";
+        string path = Path.Combine([RepositoryRoot(), .. projectDirectory.Split('/'), "bin", configuration, framework, assemblyFileName]);
+        return File.Exists(path)
+            ? path
+            : throw new FileNotFoundException($"{assemblyFileName} is not built at {path}; build it with 'dotnet build {projectDirectory} -c {configuration}'.", path);
+    }
+
+    /// <summary>The muxer that runs this test host: DOTNET_HOST_PATH, this process when it is dotnet, or dotnet on the PATH.</summary>
+    public static string DotnetMuxer()
+    {
+        string? host = Environment.GetEnvironmentVariable("DOTNET_HOST_PATH");
+        if (!string.IsNullOrEmpty(host) && File.Exists(host))
+        {
+            return host;
+        }
+
+        string? self = Environment.ProcessPath;
+        if (self is not null && Path.GetFileNameWithoutExtension(self).Equals("dotnet", StringComparison.OrdinalIgnoreCase))
+        {
+            return self;
+        }
+
+        return OperatingSystem.IsWindows() ? "dotnet.exe" : "dotnet";
+    }
+}
