@@ -65,6 +65,37 @@ public sealed class DarqBacklogTests
     }
 
     [Fact]
+    public async Task ReadEverything_SpeculationOffMessagesWaitForTheirCommit_NotUntilReleasedAndRead()
+    {
+        // The feed gives a processor that read everything room beyond the budget (it may hold what it read unconsumed and
+        // wait for more). Messages held for their commit are not read: counting them as read let the feed buffer half a
+        // budget more whenever it ran between a commit and the release of what that commit covered.
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o =>
+        {
+            o.MaxBufferedInBytes = Budget;
+            o.Speculation = DarqSpeculationMode.Off;
+        });
+        var processor = await darq.RegisterProcessorAsync();
+        Assert.True(processor.ReadEverything);
+
+        var lsns = await EnqueueAsync(darq, 0, 3);
+        Assert.Equal(0, processor.Unread);
+        Assert.False(processor.ReadEverything, "three messages wait for their commit");
+
+        await darq.CommitAsync();
+        Assert.Equal(3, processor.Unread);
+        Assert.False(processor.ReadEverything);
+
+        for (int i = 0; i < lsns.Count; i++)
+        {
+            Assert.Equal(lsns[i], (await ReadAsync(processor)).Lsn);
+        }
+
+        Assert.True(processor.ReadEverything);
+    }
+
+    [Fact]
     public async Task Feed_NoBackgroundCommitAndNobodyCommits_CommitsTheSpilledMessagesItself()
     {
         // DarqTestStorage turns the background commit off; nothing below commits.

@@ -34,6 +34,9 @@ public sealed class DarqProcessor
     /// <summary>Speculation off: messages not yet committed, in delivery order, held back until a commit covers them.</summary>
     private readonly Queue<DarqMessage>? _held;
 
+    /// <summary>How many messages <see cref="_held"/> holds: written under its lock after the stream writes, read without it.</summary>
+    private int _heldCount;
+
     /// <summary>The automatic checkpoint policy; null when off.</summary>
     private AutoCheckpointPolicy? _autoCheckpoint;
 
@@ -165,6 +168,12 @@ public sealed class DarqProcessor
     /// <summary>How many messages were handed over and not read yet (held ones not counted); 0 once everything handed over was read.</summary>
     internal int Unread => (int)Math.Max(0, Volatile.Read(ref _handedOver) - Volatile.Read(ref _read));
 
+    /// <summary>
+    /// Whether the processor read everything it was given: nothing unread in the stream and, with speculation off, nothing
+    /// held for its commit. The held count is read first: a release writes the stream before it lowers that count.
+    /// </summary>
+    internal bool ReadEverything => Volatile.Read(ref _heldCount) == 0 && Unread == 0;
+
     /// <summary>The DARQ this processor is registered with.</summary>
     internal Darq Darq => _darq;
 
@@ -207,6 +216,8 @@ public sealed class DarqProcessor
         {
             Write(_held.Dequeue());
         }
+
+        Volatile.Write(ref _heldCount, _held.Count);
     }
 
     /// <summary>Writes a message to the stream, counted first so that the count read never trails what can be read; writes are serialized (see <see cref="_handedOver"/>).</summary>

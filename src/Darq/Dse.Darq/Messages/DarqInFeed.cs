@@ -141,8 +141,9 @@ internal sealed class DarqInFeed
 
             // The processor read everything it was handed but holds it unconsumed (waiting for a later message, say): it
             // gets more even beyond the low-water mark, or it would wait for ever. Checked on every wake-up, which each
-            // commit is.
-            bool drained = processor.Unread == 0;
+            // commit is. Messages held for their commit (speculation off) are not read yet: the commit that releases them
+            // wakes this loop after releasing them.
+            bool drained = processor.ReadEverything;
             if (!_inbox.IsFeedLow && !drained)
             {
                 // The processor has enough to work on; the loop is woken again at the low-water mark.
