@@ -19,8 +19,9 @@ public sealed class DarqGeneralSpeculationPipelineTests(ITestOutputHelper output
     private static readonly TimeSpan HangGuard = TimeSpan.FromSeconds(90);
 
     /// <param name="maxBufferedBytes">
-    /// Each DARQ's IN and OUT budgets, when not the defaults: with tiny ones most messages wait in the log only, and OUT
-    /// messages delivered before their commit wait for it when spilled.
+    /// Each DARQ's IN budget, when not the default: with a tiny one most IN messages wait in the log only, and every OUT
+    /// message is read back from the log when sent (no OUT budget), so OUT messages delivered before their commit wait for
+    /// it there.
     /// </param>
     [Theory]
     [InlineData(null)]

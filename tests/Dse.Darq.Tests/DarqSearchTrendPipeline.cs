@@ -54,8 +54,9 @@ internal sealed class DarqSearchTrendPipeline
     private readonly bool _general;
 
     /// <summary>
-    /// Each DARQ's <see cref="DarqOptions.MaxBufferedInBytes"/> and <see cref="DarqOptions.MaxBufferedOutBytes"/>, when not
-    /// the defaults (tiny ones spill most messages, IN and OUT).
+    /// Each DARQ's <see cref="DarqOptions.MaxBufferedInBytes"/> when not the default (a tiny one spills most IN messages);
+    /// with it, <see cref="DarqOptions.MaxBufferedOutBytes"/> is 0, so every OUT message is read back from the log when
+    /// sent, however quickly delivery keeps up.
     /// </summary>
     private readonly long? _maxBufferedBytes;
     private readonly ClusterCoordinator? _coordinator;
@@ -243,7 +244,7 @@ internal sealed class DarqSearchTrendPipeline
             if (_maxBufferedBytes is { } budget)
             {
                 o.MaxBufferedInBytes = budget;
-                o.MaxBufferedOutBytes = budget;
+                o.MaxBufferedOutBytes = 0;
             }
 
             if (_general)

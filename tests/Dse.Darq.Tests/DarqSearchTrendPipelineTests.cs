@@ -27,7 +27,7 @@ public sealed class DarqSearchTrendPipelineTests(ITestOutputHelper output)
 
     /// <param name="testName">Names the seed's replay.</param>
     /// <param name="chaosActions">Seeded processor kills and DARQ crashes in the run compared with the failure-free one.</param>
-    /// <param name="maxBufferedBytes">Each DARQ's IN and OUT budgets, when not the defaults: tiny ones read most messages back from the log.</param>
+    /// <param name="maxBufferedBytes">Each DARQ's IN budget, when not the default: a tiny one reads most IN messages back from the log (and every OUT message is, see <see cref="DarqSearchTrendPipeline"/>).</param>
     private async Task RunAsync(string testName, int chaosActions, long? maxBufferedBytes = null)
     {
         int seed = DarqSeed.Pick(output, testName);
