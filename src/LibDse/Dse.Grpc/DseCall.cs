@@ -12,7 +12,8 @@ public static class DseCall
     private static readonly AsyncLocal<Sthread?> s_bound = new();
 
     // An sthread is one logical flow, but calls made under one binding may complete concurrently (Task.WhenAll): every
-    // use the interceptor makes of a bound sthread takes its gate, so receipts, sends and barriers never interleave.
+    // check the interceptor makes of a bound sthread (a send, a receipt, a barrier) takes its gate, so they never
+    // interleave; a receipt or barrier that must wait (for a world-line, for a commit) waits outside it.
     private static readonly ConditionalWeakTable<Sthread, SemaphoreSlim> s_gates = [];
 
     /// <summary>Whether the code runs inside an action of an intercepted server call (a handler segment).</summary>
@@ -39,7 +40,7 @@ public static class DseCall
     {
         var gate = GateOf(sthread);
 
-        // Held only by the short steps below (a receipt waits outside it), so this waits briefly if at all.
+        // Held only by synchronous checks (receipts and barriers wait outside it), so this blocks briefly if at all.
         gate.Wait();
         try
         {
@@ -52,34 +53,10 @@ public static class DseCall
     }
 
     /// <summary>Receives a reply's header into the bound sthread, one receipt at a time.</summary>
-    internal static async ValueTask<bool> ReceiveAsync(Sthread sthread, DseHeader header)
-    {
-        var gate = GateOf(sthread);
-        await gate.WaitAsync().ConfigureAwait(false);
-        try
-        {
-            return await sthread.ReceiveAsync(header).ConfigureAwait(false);
-        }
-        finally
-        {
-            gate.Release();
-        }
-    }
+    internal static ValueTask<bool> ReceiveAsync(Sthread sthread, DseHeader header) => sthread.ReceiveAsync(header, GateOf(sthread), CancellationToken.None);
 
     /// <summary>Waits at the bound sthread's barrier without racing a receipt (a barrier resets the observed set).</summary>
-    internal static async ValueTask BarrierAsync(Sthread sthread, CancellationToken cancellationToken)
-    {
-        var gate = GateOf(sthread);
-        await gate.WaitAsync(cancellationToken).ConfigureAwait(false);
-        try
-        {
-            await sthread.BarrierAsync(cancellationToken).ConfigureAwait(false);
-        }
-        finally
-        {
-            gate.Release();
-        }
-    }
+    internal static ValueTask BarrierAsync(Sthread sthread, CancellationToken cancellationToken) => sthread.BarrierAsync(GateOf(sthread), cancellationToken);
 
     private static SemaphoreSlim GateOf(Sthread sthread) => s_gates.GetValue(sthread, static _ => new SemaphoreSlim(1, 1));
 

@@ -78,12 +78,36 @@ public sealed class Sthread
     /// Returns <c>false</c> if the message comes from rolled-back state and must be discarded.
     /// </summary>
     /// <exception cref="DseRolledBackException">The sthread was rolled back.</exception>
-    public async ValueTask<bool> ReceiveAsync(DseHeader header, CancellationToken cancellationToken = default)
+    public ValueTask<bool> ReceiveAsync(DseHeader header, CancellationToken cancellationToken = default) => ReceiveAsync(header, null, cancellationToken);
+
+    /// <summary>
+    /// <see cref="ReceiveAsync(DseHeader, CancellationToken)"/> with each check taken under <paramref name="guard"/> (when
+    /// given) and every wait outside it: calls under one binding share an sthread and its guard.
+    /// </summary>
+    internal async ValueTask<bool> ReceiveAsync(DseHeader header, SemaphoreSlim? guard, CancellationToken cancellationToken)
     {
         while (true)
         {
             var next = _owner.NextChange;
-            switch (TryReceive(header))
+            SthreadStatus status;
+            if (guard is null)
+            {
+                status = TryReceive(header);
+            }
+            else
+            {
+                await guard.WaitAsync(cancellationToken).ConfigureAwait(false);
+                try
+                {
+                    status = TryReceive(header);
+                }
+                finally
+                {
+                    guard.Release();
+                }
+            }
+
+            switch (status)
             {
                 case SthreadStatus.Completed:
                     return true;
@@ -134,12 +158,33 @@ public sealed class Sthread
     /// to the outside world (a reply to a client, a call to a non-speculative service).
     /// </summary>
     /// <exception cref="DseRolledBackException">Something observed was rolled back; what depended on it must not be shown.</exception>
-    public async ValueTask BarrierAsync(CancellationToken cancellationToken = default)
+    public ValueTask BarrierAsync(CancellationToken cancellationToken = default) => BarrierAsync(null, cancellationToken);
+
+    /// <summary><see cref="BarrierAsync(CancellationToken)"/> with each check taken under <paramref name="guard"/> (when given) and every wait outside it.</summary>
+    internal async ValueTask BarrierAsync(SemaphoreSlim? guard, CancellationToken cancellationToken)
     {
         while (true)
         {
             var next = _owner.NextChange;
-            if (TryBarrier() == SthreadStatus.Completed)
+            SthreadStatus status;
+            if (guard is null)
+            {
+                status = TryBarrier();
+            }
+            else
+            {
+                await guard.WaitAsync(cancellationToken).ConfigureAwait(false);
+                try
+                {
+                    status = TryBarrier();
+                }
+                finally
+                {
+                    guard.Release();
+                }
+            }
+
+            if (status == SthreadStatus.Completed)
             {
                 return;
             }
