@@ -3,6 +3,10 @@ namespace Dse.Benchmarks.Harness;
 /// <summary>Small statistics over repeated measurements.</summary>
 public static class Stats
 {
+    /// <summary>The sample at quantile <paramref name="q"/> of <paramref name="sorted"/> (ascending); 0 for no samples.</summary>
+    public static double Percentile(IReadOnlyList<double> sorted, double q) =>
+        sorted.Count == 0 ? 0 : sorted[Math.Min(sorted.Count - 1, (int)(q * sorted.Count))];
+
     /// <summary>The median (the mean of the middle two for an even count).</summary>
     /// <exception cref="ArgumentException">No samples.</exception>
     public static double Median(IReadOnlyList<double> samples)

@@ -74,9 +74,9 @@ internal sealed class DarqBench : IDisposable
         return new RawLog(log, device);
     }
 
-    public static byte[] Payload()
+    public static byte[] Payload(int size = MessageSize)
     {
-        var payload = new byte[MessageSize];
+        var payload = new byte[size];
         new Random(7).NextBytes(payload);
         return payload;
     }

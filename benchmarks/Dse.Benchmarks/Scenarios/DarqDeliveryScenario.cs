@@ -49,7 +49,7 @@ public sealed class DarqDeliveryScenario : IScenario
         int rounds = context.Pick(3, 1);
         int window = new DarqOptions().DeliveryWindow;
         using var bench = new DarqBench(inMemory: false, memorySize: 1L << 27);
-        var small = Payload(SmallMessage);
+        var small = DarqBench.Payload(SmallMessage);
         var large = DarqBench.Payload();
         var batched = new List<double>();
         var batched1k = new List<double>();
@@ -71,7 +71,7 @@ public sealed class DarqDeliveryScenario : IScenario
         }
 
         var latencies = await MeasureLatencyAsync(bench, context.Pick(TimeSpan.FromSeconds(3), TimeSpan.FromSeconds(0.3)), small, token);
-        context.Log.WriteLine($"darq-delivery latency at {PacedRate}/s: {latencies.Count} samples, p50 {Percentile(latencies, 0.5):F2} ms, p99 {Percentile(latencies, 0.99):F2} ms");
+        context.Log.WriteLine($"darq-delivery latency at {PacedRate}/s: {latencies.Count} samples, p50 {Stats.Percentile(latencies, 0.5):F2} ms, p99 {Stats.Percentile(latencies, 0.99):F2} ms");
 
         double batchedOps = Stats.Median(batched);
         double batched1kOps = Stats.Median(batched1k);
@@ -86,33 +86,14 @@ public sealed class DarqDeliveryScenario : IScenario
             .Add("spilled_vs_batched_1k", Stats.Median(spilled) / batched1kOps, 2)
             .Add("backlogged_msgs_per_s", Stats.Median(backlogged), 0)
             .Add("backlogged_vs_batched_1k", Stats.Median(backlogged) / batched1kOps, 2)
-            .Add("latency_p50_ms", Percentile(latencies, 0.5), 2)
-            .Add("latency_p99_ms", Percentile(latencies, 0.99), 2)
+            .Add("latency_p50_ms", Stats.Percentile(latencies, 0.5), 2)
+            .Add("latency_p99_ms", Stats.Percentile(latencies, 0.99), 2)
             .Add("latency_rate_per_s", PacedRate)
             .Add("window", window)
             .Add("batch_size", BatchSize)
             .Add("message_bytes", SmallMessage)
             .Add("messages", messages)
             .Add("backlog_messages", backlog);
-    }
-
-    private static byte[] Payload(int size)
-    {
-        var payload = new byte[size];
-        new Random(7).NextBytes(payload);
-        return payload;
-    }
-
-    private static double Percentile(List<double> samples, double p)
-    {
-        if (samples.Count == 0)
-        {
-            return double.NaN;
-        }
-
-        var sorted = samples.ToArray();
-        Array.Sort(sorted);
-        return sorted[Math.Min(sorted.Length - 1, (int)(p * sorted.Length))];
     }
 
     /// <summary>
@@ -172,7 +153,7 @@ public sealed class DarqDeliveryScenario : IScenario
     /// <summary>
     /// Steps messages at <see cref="PacedRate"/> per second for <paramref name="duration"/> with both DARQs on their group
     /// commit, and returns, for every <see cref="LatencySample"/>-th message, the milliseconds from its step to its
-    /// acknowledgement.
+    /// acknowledgement, in ascending order.
     /// </summary>
     private static async Task<List<double>> MeasureLatencyAsync(DarqBench bench, TimeSpan duration, byte[] payload, CancellationToken cancellationToken)
     {
@@ -215,6 +196,7 @@ public sealed class DarqDeliveryScenario : IScenario
         }
 
         await Task.WhenAll(waits);
+        samples.Sort();
         return samples;
 
         static async Task TimeAsync(Darq.Darq source, long lsn, long stepAt, List<double> samples, CancellationToken cancellationToken)

@@ -54,13 +54,13 @@ public sealed class DarqLatencyScenario : IScenario
 
         context.Log.WriteLine($"darq-latency: {darq.Commit.Length} DARQ messages, {raw.Commit.Length} raw");
         return new ScenarioResults()
-            .Add("enqueue_p50_ms", Percentile(darq.Enqueue, 0.5), 4)
-            .Add("enqueue_p99_ms", Percentile(darq.Enqueue, 0.99), 4)
-            .Add("commit_p50_ms", Percentile(darq.Commit, 0.5), 3)
-            .Add("commit_p99_ms", Percentile(darq.Commit, 0.99), 3)
-            .Add("raw_enqueue_p50_ms", Percentile(raw.Enqueue, 0.5), 4)
-            .Add("raw_commit_p50_ms", Percentile(raw.Commit, 0.5), 3)
-            .Add("raw_commit_p99_ms", Percentile(raw.Commit, 0.99), 3)
+            .Add("enqueue_p50_ms", Stats.Percentile(darq.Enqueue, 0.5), 4)
+            .Add("enqueue_p99_ms", Stats.Percentile(darq.Enqueue, 0.99), 4)
+            .Add("commit_p50_ms", Stats.Percentile(darq.Commit, 0.5), 3)
+            .Add("commit_p99_ms", Stats.Percentile(darq.Commit, 0.99), 3)
+            .Add("raw_enqueue_p50_ms", Stats.Percentile(raw.Enqueue, 0.5), 4)
+            .Add("raw_commit_p50_ms", Stats.Percentile(raw.Commit, 0.5), 3)
+            .Add("raw_commit_p99_ms", Stats.Percentile(raw.Commit, 0.99), 3)
             .Add("messages", darq.Commit.Length)
             .Add("commit_interval_ms", (long)DarqBench.CommitInterval.TotalMilliseconds);
     }
@@ -103,6 +103,4 @@ public sealed class DarqLatencyScenario : IScenario
         await Task.WhenAll(loops);
         return ([.. enqueue.SelectMany(l => l).Order()], [.. commit.SelectMany(l => l).Order()]);
     }
-
-    private static double Percentile(double[] sorted, double q) => sorted.Length == 0 ? 0 : sorted[Math.Min(sorted.Length - 1, (int)(q * sorted.Length))];
 }

@@ -36,10 +36,10 @@ public sealed class DarqReflectScenario : IScenario
             {
                 var latencies = await MeasureAsync(hops, speculative, messages, context.CancellationToken);
                 string prefix = speculative ? "spec" : "nonspec";
-                p50[(speculative, hops)] = Percentile(latencies, 0.5);
-                results.Add($"{prefix}_p50_ms_{hops}hop", Percentile(latencies, 0.5), 2);
-                results.Add($"{prefix}_p99_ms_{hops}hop", Percentile(latencies, 0.99), 2);
-                context.Log.WriteLine($"darq-reflect: {hops} hop(s), {prefix}: p50 {Percentile(latencies, 0.5):F2} ms, p99 {Percentile(latencies, 0.99):F2} ms ({latencies.Length} messages)");
+                p50[(speculative, hops)] = Stats.Percentile(latencies, 0.5);
+                results.Add($"{prefix}_p50_ms_{hops}hop", Stats.Percentile(latencies, 0.5), 2);
+                results.Add($"{prefix}_p99_ms_{hops}hop", Stats.Percentile(latencies, 0.99), 2);
+                context.Log.WriteLine($"darq-reflect: {hops} hop(s), {prefix}: p50 {Stats.Percentile(latencies, 0.5):F2} ms, p99 {Stats.Percentile(latencies, 0.99):F2} ms ({latencies.Length} messages)");
             }
         }
 
@@ -153,6 +153,4 @@ public sealed class DarqReflectScenario : IScenario
             }
         }
     }
-
-    private static double Percentile(double[] sorted, double q) => sorted.Length == 0 ? 0 : sorted[Math.Min(sorted.Length - 1, (int)(q * sorted.Length))];
 }

@@ -75,9 +75,6 @@ public sealed class BlobCoordinatorLog : FramedCoordinatorLog
     private protected override void TruncateTornTail(long validLength) =>
         throw new InvalidOperationException($"Coordinator log {Description} cannot have a torn tail: append blob appends are atomic.");
 
-    /// <summary>Releases the lease of a log this instance will never use.</summary>
-    private protected override async ValueTask AbandonOpenAsync() => await ReleaseLeaseAsync().ConfigureAwait(false);
-
     /// <summary>One append block, conditioned on the lease and on the append position <paramref name="offset"/>.</summary>
     private protected override async Task AppendFrameAsync(byte[] frame, int frameLength, long offset)
     {

@@ -71,9 +71,6 @@ public sealed class FileCoordinatorLog : FramedCoordinatorLog
         _stream.Flush(flushToDisk: true);
     }
 
-    /// <summary>Closes the file, which releases the lock.</summary>
-    private protected override async ValueTask AbandonOpenAsync() => await ReleaseAsync().ConfigureAwait(false);
-
     private protected override async Task AppendFrameAsync(byte[] frame, int frameLength, long offset)
     {
         var stream = _stream!;

@@ -83,7 +83,8 @@ public abstract class FramedCoordinatorLog : ICoordinatorLog
             }
             catch
             {
-                await AbandonOpenAsync().ConfigureAwait(false);
+                // The image was refused: let go of the fence, as this instance will never use the log.
+                await ReleaseAsync().ConfigureAwait(false);
                 throw;
             }
         }
@@ -164,9 +165,6 @@ public abstract class FramedCoordinatorLog : ICoordinatorLog
     /// <summary>Cuts the stored image to <paramref name="validLength"/> bytes durably (only when <see cref="TornTailPossible"/>).</summary>
     private protected abstract void TruncateTornTail(long validLength);
 
-    /// <summary>The image read by <see cref="FenceAndReadAsync"/> was refused: lets go of the fence.</summary>
-    private protected abstract ValueTask AbandonOpenAsync();
-
     /// <summary>
     /// Writes one whole frame at <paramref name="offset"/>, the tail, and returns once it is durable. Throws
     /// <see cref="CoordinatorLogFencedException"/> when a newer incarnation took over; anything else faults the log.
@@ -178,7 +176,7 @@ public abstract class FramedCoordinatorLog : ICoordinatorLog
     {
     }
 
-    /// <summary>Releases the storage on dispose; never throws for a storage error that the next incarnation handles.</summary>
+    /// <summary>Releases the storage (on dispose, or when the image read was refused); never throws for a storage error that the next incarnation handles.</summary>
     private protected abstract ValueTask ReleaseAsync();
 
     private void ThrowIfCannotAppend()

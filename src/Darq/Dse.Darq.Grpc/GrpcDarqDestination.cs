@@ -99,40 +99,15 @@ public sealed class GrpcDarqDestination : IDarqDestination
     public async ValueTask DeliverBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(deliveries);
-        if (Volatile.Read(ref _noBatchRpc) || deliveries.Count == 1)
+        if (!Volatile.Read(ref _noBatchRpc) && deliveries.Count > 1
+            && await CallBatchAsync(deliveries, appendOnly: false, cancellationToken).ConfigureAwait(false) is not null)
         {
-            for (int i = 0; i < deliveries.Count; i++)
-            {
-                await DeliverAsync(deliveries[i], cancellationToken).ConfigureAwait(false);
-            }
-
             return;
         }
 
-        var request = new DeliverBatchRequest { Darq = _remoteName ?? deliveries[0].Destination, Source = deliveries[0].Source };
-        foreach (var delivery in deliveries)
+        for (int i = 0; i < deliveries.Count; i++)
         {
-            request.Messages.Add(new DeliveredMessage { SourceLsn = delivery.SourceLsn, Payload = ByteString.CopyFrom(delivery.Payload.Span) });
-        }
-
-        try
-        {
-            await _client.DeliverBatchAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
-        }
-        catch (RpcException e) when (e.StatusCode == StatusCode.Unimplemented)
-        {
-            Volatile.Write(ref _noBatchRpc, true);
-            await DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
-        }
-        catch (RpcException e) when (DarqRpcErrors.IsDeliveryRefusedForGood(e))
-        {
-            throw new DarqDeliveryRefusedException(request.Darq, $"{e.StatusCode}: {e.Status.Detail}", e);
-        }
-        catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
-        {
-            throw new OperationCanceledException(
-                $"Delivering {deliveries.Count} OUT messages of DARQ '{request.Source}' from LSN {deliveries[0].SourceLsn} to '{request.Darq}' was cancelled.",
-                e, cancellationToken);
+            await DeliverAsync(deliveries[i], cancellationToken).ConfigureAwait(false);
         }
     }
 
@@ -155,38 +130,55 @@ public sealed class GrpcDarqDestination : IDarqDestination
             throw new ArgumentException("A delivery batch holds at least one message.", nameof(deliveries));
         }
 
-        if (Volatile.Read(ref _noBatchRpc))
+        if (Volatile.Read(ref _noBatchRpc) || await CallBatchAsync(deliveries, appendOnly: true, cancellationToken).ConfigureAwait(false) is not { } reply)
         {
             await DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
             return DarqSentBatch.Durable;
         }
 
+        if (reply.Instance == 0)
+        {
+            // A server that predates append-only batches: it replied once they were durable.
+            return DarqSentBatch.Durable;
+        }
+
+        var key = (deliveries[0].Source, _remoteName ?? deliveries[0].Destination);
+        _instances[key] = reply.Instance;
+        long durableAt = reply.DurableAt;
+        long instance = reply.Instance;
+        return new DarqSentBatch(token => WaitForCommitAsync(key, durableAt, instance, token));
+    }
+
+    /// <summary>
+    /// One <c>DeliverBatch</c> call for <paramref name="deliveries"/>, append-only on the instance that appended this
+    /// source's previous batch or durable; null when the server has no such method (an older build), from then on.
+    /// </summary>
+    private async ValueTask<DeliverBatchReply?> CallBatchAsync(IReadOnlyList<DarqDelivery> deliveries, bool appendOnly, CancellationToken cancellationToken)
+    {
         string darq = _remoteName ?? deliveries[0].Destination;
         var key = (deliveries[0].Source, darq);
-        var request = new DeliverBatchRequest
+        var request = new DeliverBatchRequest { Darq = darq, Source = deliveries[0].Source };
+        if (appendOnly)
         {
-            Darq = darq,
-            Source = deliveries[0].Source,
-            AppendOnly = true,
-            ExpectedInstance = _instances.GetValueOrDefault(key),
-        };
+            request.AppendOnly = true;
+            request.ExpectedInstance = _instances.GetValueOrDefault(key);
+        }
+
         foreach (var delivery in deliveries)
         {
             request.Messages.Add(new DeliveredMessage { SourceLsn = delivery.SourceLsn, Payload = ByteString.CopyFrom(delivery.Payload.Span) });
         }
 
-        DeliverBatchReply reply;
         try
         {
-            reply = await _client.DeliverBatchAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+            return await _client.DeliverBatchAsync(request, deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
         }
         catch (RpcException e) when (e.StatusCode == StatusCode.Unimplemented)
         {
             Volatile.Write(ref _noBatchRpc, true);
-            await DeliverBatchAsync(deliveries, cancellationToken).ConfigureAwait(false);
-            return DarqSentBatch.Durable;
+            return null;
         }
-        catch (RpcException e) when (e.Trailers.GetValue(DarqRpcErrors.ErrorKey) == DarqRpcErrors.InstanceChanged)
+        catch (RpcException e) when (appendOnly && e.Trailers.GetValue(DarqRpcErrors.ErrorKey) == DarqRpcErrors.InstanceChanged)
         {
             // The resend (from the first unacknowledged message) goes to the new instance.
             _instances.TryRemove(new KeyValuePair<(string, string), long>(key, request.ExpectedInstance));
@@ -202,30 +194,27 @@ public sealed class GrpcDarqDestination : IDarqDestination
                 $"Delivering {deliveries.Count} OUT messages of DARQ '{request.Source}' from LSN {deliveries[0].SourceLsn} to '{darq}' was cancelled.",
                 e, cancellationToken);
         }
-
-        if (reply.Instance == 0)
-        {
-            // A server that predates append-only batches: it replied once they were durable.
-            return DarqSentBatch.Durable;
-        }
-
-        _instances[key] = reply.Instance;
-        long durableAt = reply.DurableAt;
-        long instance = reply.Instance;
-        return new DarqSentBatch(token => WaitForCommitAsync(darq, durableAt, instance, token));
     }
 
-    /// <summary>Waits until the appended batch is committed on the instance that appended it; fails when that instance is gone.</summary>
-    private async ValueTask WaitForCommitAsync(string darq, long address, long instance, CancellationToken cancellationToken)
+    /// <summary>
+    /// Waits until the appended batch is committed on the instance that appended it; fails when that instance is gone, and
+    /// then forgets it, so that the resend goes to the new instance at once.
+    /// </summary>
+    private async ValueTask WaitForCommitAsync((string Source, string Darq) key, long address, long instance, CancellationToken cancellationToken)
     {
         try
         {
-            await _client.WaitForCommitAsync(new WaitForCommitRequest { Darq = darq, Address = address, Instance = instance },
+            await _client.WaitForCommitAsync(new WaitForCommitRequest { Darq = key.Darq, Address = address, Instance = instance },
                 deadline: DateTime.UtcNow + AttemptTimeout, cancellationToken: cancellationToken).ConfigureAwait(false);
+        }
+        catch (RpcException e) when (e.Trailers.GetValue(DarqRpcErrors.ErrorKey) == DarqRpcErrors.StaleIncarnation)
+        {
+            _instances.TryRemove(new KeyValuePair<(string, string), long>(key, instance));
+            throw;
         }
         catch (RpcException e) when (e.StatusCode == StatusCode.Cancelled && cancellationToken.IsCancellationRequested)
         {
-            throw new OperationCanceledException($"Waiting for the commit of a batch at '{darq}' was cancelled.", e, cancellationToken);
+            throw new OperationCanceledException($"Waiting for the commit of a batch at '{key.Darq}' was cancelled.", e, cancellationToken);
         }
     }
 

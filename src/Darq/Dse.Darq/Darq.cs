@@ -635,11 +635,10 @@ public sealed class Darq : IAsyncDisposable
     }
 
     /// <summary>Receives a delivery and returns once it (or the original it duplicates) may be acknowledged without a header.</summary>
-    internal async ValueTask<DarqEnqueueResult> ReceiveDurablyAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    internal ValueTask<DarqEnqueueResult> ReceiveDurablyAsync(DarqDelivery delivery, CancellationToken cancellationToken)
     {
-        var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
-        await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
-        return result;
+        CheckDelivery(delivery);
+        return _speculation.ReceiveDurablyAsync(delivery, cancellationToken);
     }
 
     /// <summary>

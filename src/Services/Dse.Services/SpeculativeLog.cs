@@ -166,28 +166,7 @@ public sealed class SpeculativeLog : StateObject
             }
         }
 
-        byte[]? bytes;
-        int length;
-        try
-        {
-            (bytes, length) = await FasterLogs.ReadAsync(_log, lsn, 0, cancellationToken).ConfigureAwait(false);
-        }
-        catch (FasterLogReadException e)
-        {
-            throw new InvalidDataException($"SpeculativeLog {Id}: the entry at address {lsn} cannot be read: {e.InnerException?.Message}", e);
-        }
-
-        if (bytes is null)
-        {
-            throw new InvalidDataException($"SpeculativeLog {Id}: the entry at address {lsn} cannot be read from the log device.");
-        }
-
-        var problem = LogEntryFormat.TryParse(bytes.AsSpan(0, length), out var kind, out _);
-        if (problem is not null)
-        {
-            throw new InvalidDataException($"SpeculativeLog {Id}: no valid entry at address {lsn}: {problem}.");
-        }
-
+        var (kind, bytes, length) = await ReadRecordAsync(lsn, "the entry", cancellationToken).ConfigureAwait(false);
         return kind == LogRecordKind.Entry
             ? bytes.AsMemory(LogEntryFormat.HeaderSize, length - LogEntryFormat.HeaderSize)
             : throw new ArgumentOutOfRangeException(nameof(lsn), lsn, $"SpeculativeLog {Id}: address {lsn} holds a {kind} record, not a user entry.");
@@ -480,6 +459,20 @@ public sealed class SpeculativeLog : StateObject
     /// <summary>Reads the last record the recovered commit names, so a lost or corrupt tail is an error, not silent loss.</summary>
     private async ValueTask VerifyRecordAsync(long address, CancellationToken cancellationToken)
     {
+        const string What = "the last committed record (the log's committed tail is lost or corrupt)";
+        var (kind, _, _) = await ReadRecordAsync(address, What, cancellationToken).ConfigureAwait(false);
+        if (kind == LogRecordKind.Entry)
+        {
+            throw new InvalidDataException($"SpeculativeLog {Id}: {What} at address {address} is a user entry, not a commit record or rollback marker.");
+        }
+    }
+
+    /// <summary>
+    /// Reads and parses the record at <paramref name="address"/>; throws <see cref="InvalidDataException"/>, naming it as
+    /// <paramref name="what"/>, when it cannot be read or is not a valid record.
+    /// </summary>
+    private async ValueTask<(LogRecordKind Kind, byte[] Bytes, int Length)> ReadRecordAsync(long address, string what, CancellationToken cancellationToken)
+    {
         (byte[]? bytes, int length) read;
         try
         {
@@ -487,16 +480,18 @@ public sealed class SpeculativeLog : StateObject
         }
         catch (FasterLogReadException e)
         {
-            throw new InvalidDataException($"SpeculativeLog {Id}: the committed record at address {address} cannot be read: {e.InnerException?.Message}", e);
+            throw new InvalidDataException($"SpeculativeLog {Id}: {what} at address {address} cannot be read: {e.InnerException?.Message}", e);
         }
 
-        string? problem = read.bytes is null
-            ? "it cannot be read from the log device"
-            : LogEntryFormat.TryParse(read.bytes.AsSpan(0, read.length), out var kind, out _) ?? (kind == LogRecordKind.Entry ? "it is a user entry, not a commit record or rollback marker" : null);
-        if (problem is not null)
+        if (read.bytes is null)
         {
-            throw new InvalidDataException($"SpeculativeLog {Id}: the log's committed tail is lost or corrupt: the record at address {address}: {problem}.");
+            throw new InvalidDataException($"SpeculativeLog {Id}: {what} at address {address} cannot be read from the log device.");
         }
+
+        var problem = LogEntryFormat.TryParse(read.bytes.AsSpan(0, read.length), out var kind, out _);
+        return problem is null
+            ? (kind, read.bytes, read.length)
+            : throw new InvalidDataException($"SpeculativeLog {Id}: {what} at address {address} is not a valid record: {problem}.");
     }
 
     private async Task CommitAsync(byte[] cookie, long version, PersistCompletion completion)

@@ -51,12 +51,7 @@ internal sealed class DarqSender
         var destination = destinations.Resolve(name);
         if (destination is null)
         {
-            DarqLogMessages.UnknownDestination(_core.Logger, _core.Name, messages[0].Key, name);
-            DarqInstrumentation.DeliveryFailures.Add(1, _core.Tag);
-
-            // Not parked: a registry may add the destination at any time (DarqDestinationRegistry.Add), and backoff finds it.
-            _parked.Unpark(name);
-            return LaneOutcome.Failed;
+            return UnknownDestination(name, messages[0].Key);
         }
 
         // The durability waits of the runs in flight; cancelled when the turn ends, so a run given up is waited for no more.
@@ -114,7 +109,7 @@ internal sealed class DarqSender
             var current = destinations.Resolve(name);
             if (!ReferenceEquals(current, destination))
             {
-                if (!await SettleAsync(window, name, token).ConfigureAwait(false))
+                if (!await SettleAsync(window, name, unpark: true, token).ConfigureAwait(false))
                 {
                     outcome = LaneOutcome.Failed;
                     break;
@@ -122,10 +117,7 @@ internal sealed class DarqSender
 
                 if (current is null)
                 {
-                    DarqLogMessages.UnknownDestination(_core.Logger, _core.Name, run[0].Key, name);
-                    DarqInstrumentation.DeliveryFailures.Add(1, _core.Tag);
-                    _parked.Unpark(name);
-                    outcome = LaneOutcome.Failed;
+                    outcome = UnknownDestination(name, run[0].Key);
                     break;
                 }
 
@@ -159,8 +151,7 @@ internal sealed class DarqSender
             i += run.Length;
             if (sent.Kind == SendOutcomeKind.Sent)
             {
-                var durable = sent.Batch.IsDurable ? Task.CompletedTask : sent.Batch.WaitDurableAsync(waits.Token).AsTask();
-                window.Enqueue(new InFlight(Lsns(run), durable, sent.ReplyHeader));
+                window.Enqueue(new InFlight(Lsns(run), sent.Batch.WaitDurableAsync(waits.Token).AsTask(), sent.ReplyHeader));
             }
             else if (sent.Kind != SendOutcomeKind.Skipped)
             {
@@ -192,6 +183,17 @@ internal sealed class DarqSender
         {
             await waits.CancelAsync().ConfigureAwait(false);
         }
+    }
+
+    /// <summary>No destination has the name (now): the turn fails, for backoff to try again.</summary>
+    private LaneOutcome UnknownDestination(string name, long lsn)
+    {
+        DarqLogMessages.UnknownDestination(_core.Logger, _core.Name, lsn, name);
+        DarqInstrumentation.DeliveryFailures.Add(1, _core.Tag);
+
+        // Not parked: a registry may add the destination at any time (DarqDestinationRegistry.Add), and backoff finds it.
+        _parked.Unpark(name);
+        return LaneOutcome.Failed;
     }
 
     /// <summary>
@@ -293,11 +295,11 @@ internal sealed class DarqSender
     }
 
     /// <summary>Acknowledges every run in flight, each once durable; false when one failed (the rest stay unacknowledged).</summary>
-    private async ValueTask<bool> SettleAsync(Queue<InFlight> window, string destination, CancellationToken token)
+    private async ValueTask<bool> SettleAsync(Queue<InFlight> window, string destination, bool unpark, CancellationToken token)
     {
         while (window.Count > 0)
         {
-            if (!await AcknowledgeOldestAsync(window, destination, unpark: true, token).ConfigureAwait(false))
+            if (!await AcknowledgeOldestAsync(window, destination, unpark, token).ConfigureAwait(false))
             {
                 return false;
             }
@@ -318,13 +320,10 @@ internal sealed class DarqSender
     /// <summary>Acknowledges what is in flight (each run once durable; what was appended before a failure still counts), then reports the outcome.</summary>
     private async ValueTask<LaneOutcome> EndAsync(Queue<InFlight> window, string destination, LaneOutcome outcome, CancellationToken token)
     {
-        while (window.Count > 0)
+        // After a failure the rest of the window is abandoned: its messages stay pending.
+        if (!await SettleAsync(window, destination, unpark: outcome == LaneOutcome.Delivered, token).ConfigureAwait(false) && outcome == LaneOutcome.Delivered)
         {
-            if (!await AcknowledgeOldestAsync(window, destination, unpark: outcome == LaneOutcome.Delivered, token).ConfigureAwait(false)
-                && outcome == LaneOutcome.Delivered)
-            {
-                outcome = LaneOutcome.Failed;
-            }
+            outcome = LaneOutcome.Failed;
         }
 
         if (outcome == LaneOutcome.Failed && _parked.IsHolding(destination))

@@ -68,7 +68,7 @@ internal sealed class DarqCore
     /// <summary>The current processor incarnation (0 before the first registration); written under the gate, read anywhere.</summary>
     public long Incarnation
     {
-        get => Interlocked.Read(ref _incarnation);
+        get => Volatile.Read(ref _incarnation);
         set => Interlocked.Exchange(ref _incarnation, value);
     }
 

@@ -1,3 +1,5 @@
+using System.Runtime.InteropServices;
+
 namespace Dse.Darq;
 
 /// <summary>
@@ -77,8 +79,9 @@ internal sealed class DarqProducerTable
     /// <summary>Records a new sequence number of a producer (after its message was appended); returns the value it replaces, -1 for a new producer.</summary>
     public long Record(long producerId, long sequenceNumber)
     {
-        long old = _producers.TryGetValue(producerId, out long seen) ? seen : -1;
-        _producers[producerId] = sequenceNumber;
+        ref long slot = ref CollectionsMarshal.GetValueRefOrAddDefault(_producers, producerId, out bool exists);
+        long old = exists ? slot : -1;
+        slot = sequenceNumber;
         NoteSeen(producerId);
         return old;
     }

@@ -44,12 +44,21 @@ internal abstract class DarqSpeculation : IAsyncDisposable
     /// <summary>Receives a delivered OUT message, deduplicated by (source, source LSN); consumes its header where the mode does.</summary>
     public abstract ValueTask<DarqEnqueueResult> ReceiveAsync(DarqDelivery delivery, CancellationToken cancellationToken);
 
+    /// <summary>Receives a delivery and returns once it (or the original it duplicates) may be acknowledged without a header.</summary>
+    public async ValueTask<DarqEnqueueResult> ReceiveDurablyAsync(DarqDelivery delivery, CancellationToken cancellationToken)
+    {
+        var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
+        await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
+        return result;
+    }
+
     /// <summary>
     /// Receives a delivered OUT message and returns when it may be acknowledged, with the acknowledgement's header: at once
-    /// with this DARQ's header when the delivery carries one the mode consumes, otherwise once durable with none.
+    /// with this DARQ's header when the delivery carries one the mode consumes, otherwise (as here) once durable with none.
     /// </summary>
-    public abstract ValueTask<(DarqEnqueueResult Result, ReadOnlyMemory<byte> Header)> ReceiveForTransportAsync(DarqDelivery delivery,
-        CancellationToken cancellationToken);
+    public virtual async ValueTask<(DarqEnqueueResult Result, ReadOnlyMemory<byte> Header)> ReceiveForTransportAsync(DarqDelivery delivery,
+        CancellationToken cancellationToken)
+        => (await ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false), ReadOnlyMemory<byte>.Empty);
 
     /// <summary>
     /// Receives a delivered OUT message and returns the acknowledgement's header: under general speculation at once, in an

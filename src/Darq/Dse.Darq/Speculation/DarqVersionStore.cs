@@ -208,7 +208,8 @@ internal sealed class DarqVersionStore
     /// Issues a commit whose cookie holds every version record captured so far and waits for that very commit. Not
     /// <see cref="DarqCommitter.CommitAsync"/>: when another commit (group commit, CommitAsync, truncation) already carried
     /// the record, it takes its "nothing changed" path and returns once the log's tail is durable, which it may have been
-    /// long before, while the commit whose cookie holds the record is still in flight.
+    /// long before, while the commit whose cookie holds the record is still in flight. The caller signals the commit once
+    /// the version is marked durable.
     /// </summary>
     private async Task CommitVersionAsync(long version)
     {
@@ -226,6 +227,5 @@ internal sealed class DarqVersionStore
         }
 
         await _parts.Committer.AwaitIssuedAsync(commit, $"of version {version}", CancellationToken.None).ConfigureAwait(false);
-        _parts.Committer.SignalCommitted();
     }
 }

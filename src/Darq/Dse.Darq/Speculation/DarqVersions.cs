@@ -11,7 +11,10 @@ internal sealed class DarqVersions
     private readonly DarqCore _core;
     private readonly DarqPacing _pacing;
 
-    /// <summary>Whether truncation is limited by the versions (general speculation, once connected).</summary>
+    /// <summary>
+    /// Whether general speculation is connected: truncation is limited by the versions, and producer changes are recorded
+    /// for their undo. Records recovered from a log that general speculation wrote stay as they were in another mode.
+    /// </summary>
     private bool _limiting;
 
     /// <summary>Truncation never passes this (the completed prefix of the oldest restorable version).</summary>
@@ -70,6 +73,11 @@ internal sealed class DarqVersions
     /// <summary>A producer's table entry changes; versions that can still be restored remember its old value.</summary>
     public void NoteProducerChange(long producerId, long oldValue)
     {
+        if (!_limiting)
+        {
+            return;
+        }
+
         int added = 0;
         foreach (var record in Records)
         {
@@ -91,6 +99,11 @@ internal sealed class DarqVersions
     /// </summary>
     public void EnsureUndoRoom(long producerId)
     {
+        if (!_limiting)
+        {
+            return;
+        }
+
         const int limit = DarqCommitState.SpeculationRoom - DarqCommitState.RecordReserve;
         int bytes = _pacing.Bytes;
 

@@ -84,9 +84,7 @@ internal sealed class GeneralSpeculation : DarqSpeculation
         if (delivery.DseHeader.IsEmpty)
         {
             // A source outside the cluster: acknowledged once recoverable, with no header.
-            var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
-            await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
-            return (result, ReadOnlyMemory<byte>.Empty);
+            return await base.ReceiveForTransportAsync(delivery, cancellationToken).ConfigureAwait(false);
         }
 
         var (received, header) = await ReceiveInActionAsync(delivery, cancellationToken).ConfigureAwait(false);

@@ -21,18 +21,10 @@ internal sealed class LocalSpeculation(DarqParts parts) : DarqSpeculation(parts)
     public override ValueTask<DarqEnqueueResult> ReceiveAsync(DarqDelivery delivery, CancellationToken cancellationToken)
         => Parts.Intake.EnqueueAsync(delivery.Payload, Darq.SourceProducerId(delivery.Source), delivery.SourceLsn, dedup: true, contiguous: false, cancellationToken);
 
-    public override async ValueTask<(DarqEnqueueResult Result, ReadOnlyMemory<byte> Header)> ReceiveForTransportAsync(DarqDelivery delivery,
-        CancellationToken cancellationToken)
-    {
-        var result = await ReceiveAsync(delivery, cancellationToken).ConfigureAwait(false);
-        await EnsureDurableAsync(result.DurableAt, cancellationToken).ConfigureAwait(false);
-        return (result, ReadOnlyMemory<byte>.Empty);
-    }
-
     public override async ValueTask<ReadOnlyMemory<byte>> ReceiveSpeculativeAsync(DarqDelivery delivery, CancellationToken cancellationToken)
     {
-        var (_, header) = await ReceiveForTransportAsync(delivery, cancellationToken).ConfigureAwait(false);
-        return header;
+        await ReceiveDurablyAsync(delivery, cancellationToken).ConfigureAwait(false);
+        return ReadOnlyMemory<byte>.Empty;
     }
 
     public override ValueTask<DarqProcessor> RegisterAsync(Darq darq, CancellationToken cancellationToken) => Parts.Stepper.RegisterAsync(darq, cancellationToken);
