@@ -1,3 +1,5 @@
+using Dse.Testing;
+
 namespace Dse.Architecture.Tests;
 
 /// <summary>Each folder of src/ references only itself and the layers below it (docs/architecture.md).</summary>
@@ -6,7 +8,7 @@ public class LayerTests
     [Fact]
     public void ProjectReferences_InSrc_PointOnlyToTheSameOrALowerLayer()
     {
-        string src = Path.Combine(SourceLayers.RepositoryRoot(), "src");
+        string src = Path.Combine(BuiltProgram.RepositoryRoot(), "src");
 
         var violations = SourceLayers.Violations(src, SourceLayers.Order);
 
@@ -16,7 +18,7 @@ public class LayerTests
     [Fact]
     public void SrcFolders_Every_HasAPlaceInTheOrder()
     {
-        string src = Path.Combine(SourceLayers.RepositoryRoot(), "src");
+        string src = Path.Combine(BuiltProgram.RepositoryRoot(), "src");
 
         var undeclared = Directory.EnumerateDirectories(src)
             .Select(Path.GetFileName)
@@ -29,7 +31,7 @@ public class LayerTests
     [Fact]
     public void ArchitectureDoc_LayerTable_ListsTheDeclaredOrder()
     {
-        string doc = Path.Combine(SourceLayers.RepositoryRoot(), "docs", "architecture.md");
+        string doc = Path.Combine(BuiltProgram.RepositoryRoot(), "docs", "architecture.md");
 
         // The table rows of the layers start with the folder: | `src/LibDse` | ...
         var documented = File.ReadLines(doc)

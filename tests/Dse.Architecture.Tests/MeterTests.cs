@@ -1,4 +1,5 @@
 using System.Text.RegularExpressions;
+using Dse.Testing;
 
 namespace Dse.Architecture.Tests;
 
@@ -20,7 +21,7 @@ public partial class MeterTests
     [Fact]
     public void Instruments_InSrc_AreEachListedInTheMetricsDoc()
     {
-        string doc = File.ReadAllText(Path.Combine(SourceLayers.RepositoryRoot(), "docs", "metrics.md"));
+        string doc = File.ReadAllText(Path.Combine(BuiltProgram.RepositoryRoot(), "docs", "metrics.md"));
         var instruments = Declarations().SelectMany(d => InstrumentPattern().Matches(d.Text).Select(m => (d.Path, Name: m.Groups["name"].Value))).ToList();
 
         var missing = instruments.Where(i => !doc.Contains($"`{i.Name}`", StringComparison.Ordinal)).Select(i => $"{i.Name} ({i.Path})").ToList();
@@ -32,7 +33,7 @@ public partial class MeterTests
     /// <summary>The C# files under src/ that declare meters or instruments, with their text.</summary>
     private static List<(string Path, string Text)> Declarations()
     {
-        string root = SourceLayers.RepositoryRoot();
+        string root = BuiltProgram.RepositoryRoot();
         return Directory.EnumerateFiles(Path.Combine(root, "src"), "*.cs", SearchOption.AllDirectories)
             .Where(path => !path.Contains($"{Path.DirectorySeparatorChar}obj{Path.DirectorySeparatorChar}", StringComparison.Ordinal))
             .Select(path => (Path: Path.GetRelativePath(root, path), Text: File.ReadAllText(path)))

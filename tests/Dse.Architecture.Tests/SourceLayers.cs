@@ -11,20 +11,6 @@ internal static class SourceLayers
     /// <summary>The folders of <c>src/</c>, bottom first. A folder may reference itself and the folders before it.</summary>
     public static IReadOnlyList<string> Order { get; } = ["LibDse", "Coordinator", "Hosting", "Darq", "Services"];
 
-    /// <summary>The repository root: the first directory above the test's output that holds Dse.sln.</summary>
-    public static string RepositoryRoot()
-    {
-        for (var directory = new DirectoryInfo(AppContext.BaseDirectory); directory is not null; directory = directory.Parent)
-        {
-            if (File.Exists(Path.Combine(directory.FullName, "Dse.sln")))
-            {
-                return directory.FullName;
-            }
-        }
-
-        throw new InvalidOperationException($"No Dse.sln above {AppContext.BaseDirectory}; run the tests from the repository's build output.");
-    }
-
     /// <summary>
     /// Every violation of the order under <paramref name="srcRoot"/>: a project whose folder is not declared, or a
     /// reference to a project outside <c>src/</c>, in an undeclared folder, or in a folder above the referencing one.

@@ -35,6 +35,22 @@ internal sealed class DarqServer : IAsyncDisposable
 
     public static Task<DarqServer> StartAsync(params Darq[] darqs) => StartAsync(0, darqs);
 
+    /// <summary>
+    /// Starts a server again on its old <paramref name="port"/>; should something else have taken the port meanwhile, on a
+    /// free one (compare <see cref="Port"/>: the caller then redirects its sources there).
+    /// </summary>
+    public static async Task<DarqServer> RestartAsync(int port, params Darq[] darqs)
+    {
+        try
+        {
+            return await StartAsync(port, darqs);
+        }
+        catch (Exception e) when (e is IOException or InvalidOperationException)
+        {
+            return await StartAsync(darqs);
+        }
+    }
+
     /// <summary>Starts a server whose DarqService has these options (operator calls, say).</summary>
     public static Task<DarqServer> StartAsync(Action<DarqGrpcServiceOptions> configure, params Darq[] darqs) =>
         StartAsync(0, services => services.Configure(configure), map: null, darqs);

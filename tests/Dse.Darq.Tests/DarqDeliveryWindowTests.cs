@@ -160,14 +160,10 @@ public sealed class DarqDeliveryWindowTests(ITestOutputHelper output)
         }
     }
 
-    /// <summary>The registry's destinations, each behind one stable wrapper that counts the batches appended and not yet durable.</summary>
-    private sealed class CountingDestinations(IDarqDestinations inner) : IDarqDestinations
+    /// <summary>The registry's destinations, each behind one lasting wrapper per name that <see cref="Wrap"/> makes.</summary>
+    private abstract class WrappedDestinations(IDarqDestinations inner) : IDarqDestinations
     {
-        private readonly Dictionary<string, Counting> _wrapped = [];
-        private int _inFlight;
-        private int _maxInFlight;
-
-        public int MaxInFlight => Volatile.Read(ref _maxInFlight);
+        private readonly Dictionary<string, IDarqDestination> _wrapped = [];
 
         public IDarqDestination? Resolve(string name)
         {
@@ -178,14 +174,27 @@ public sealed class DarqDeliveryWindowTests(ITestOutputHelper output)
                     return null;
                 }
 
-                if (!_wrapped.TryGetValue(name, out var wrapped) || wrapped.Inner != destination)
+                if (!_wrapped.TryGetValue(name, out var wrapped))
                 {
-                    _wrapped[name] = wrapped = new Counting(this, destination);
+                    _wrapped[name] = wrapped = Wrap(destination);
                 }
 
                 return wrapped;
             }
         }
+
+        protected abstract IDarqDestination Wrap(IDarqDestination destination);
+    }
+
+    /// <summary>The registry's destinations behind wrappers that count the batches appended and not yet durable.</summary>
+    private sealed class CountingDestinations(IDarqDestinations inner) : WrappedDestinations(inner)
+    {
+        private int _inFlight;
+        private int _maxInFlight;
+
+        public int MaxInFlight => Volatile.Read(ref _maxInFlight);
+
+        protected override IDarqDestination Wrap(IDarqDestination destination) => new Counting(this, destination);
 
         private void Sent()
         {
@@ -198,8 +207,6 @@ public sealed class DarqDeliveryWindowTests(ITestOutputHelper output)
 
         private sealed class Counting(CountingDestinations owner, IDarqDestination inner) : IDarqDestination
         {
-            public IDarqDestination Inner => inner;
-
             public ValueTask DeliverAsync(DarqDelivery delivery, CancellationToken cancellationToken) => inner.DeliverAsync(delivery, cancellationToken);
 
             public async ValueTask<DarqSentBatch> SendBatchAsync(IReadOnlyList<DarqDelivery> deliveries, CancellationToken cancellationToken)
@@ -225,9 +232,8 @@ public sealed class DarqDeliveryWindowTests(ITestOutputHelper output)
     /// The registry's destinations behind stable wrappers that fail at seeded points: before a batch is appended (nothing
     /// arrives), after it was appended (the source does not learn it arrived), and in the wait for its durability.
     /// </summary>
-    private sealed class FlakyDestinations(IDarqDestinations inner, Random random) : IDarqDestinations
+    private sealed class FlakyDestinations(IDarqDestinations inner, Random random) : WrappedDestinations(inner)
     {
-        private readonly Dictionary<string, Flaky> _wrapped = [];
         private int _failedBefore;
         private int _failedAfter;
         private int _failedDurability;
@@ -238,23 +244,7 @@ public sealed class DarqDeliveryWindowTests(ITestOutputHelper output)
 
         public int FailedDurability => Volatile.Read(ref _failedDurability);
 
-        public IDarqDestination? Resolve(string name)
-        {
-            lock (_wrapped)
-            {
-                if (inner.Resolve(name) is not { } destination)
-                {
-                    return null;
-                }
-
-                if (!_wrapped.TryGetValue(name, out var wrapped))
-                {
-                    _wrapped[name] = wrapped = new Flaky(this, destination);
-                }
-
-                return wrapped;
-            }
-        }
+        protected override IDarqDestination Wrap(IDarqDestination destination) => new Flaky(this, destination);
 
         /// <summary>0 to 99, drawn under a lock (one lane calls at a time, but the durability waits run on their own).</summary>
         private int Draw()

@@ -1,7 +1,6 @@
-using System.Diagnostics;
 using System.Text.RegularExpressions;
-using Xunit.Abstractions;
 using Dse.Testing;
+using Xunit.Abstractions;
 
 namespace Dse.Samples.Tests;
 
@@ -74,37 +73,11 @@ public partial class HelloDseSampleTests(ITestOutputHelper output) : IDisposable
     /// <summary>Runs the built sample with <paramref name="arguments"/>; returns its exit code and everything it printed.</summary>
     private async Task<(int ExitCode, string Output)> RunAsync(params string[] arguments)
     {
-        var start = new ProcessStartInfo(BuiltProgram.DotnetMuxer())
-        {
-            RedirectStandardOutput = true,
-            RedirectStandardError = true,
-            UseShellExecute = false,
-        };
-        start.ArgumentList.Add("exec");
-        start.ArgumentList.Add(BuiltProgram.Locate("samples/HelloDse", "HelloDse.dll"));
-        foreach (string argument in arguments)
-        {
-            start.ArgumentList.Add(argument);
-        }
-
-        using var process = Process.Start(start) ?? throw new InvalidOperationException("Could not start the HelloDse sample.");
-        var stdout = process.StandardOutput.ReadToEndAsync();
-        var stderr = process.StandardError.ReadToEndAsync();
-        try
-        {
-            await process.WaitForExitAsync().WaitAsync(RunTimeout);
-        }
-        catch (TimeoutException)
-        {
-            process.Kill(entireProcessTree: true);
-            throw;
-        }
-
-        string printed = await stdout;
-        output.WriteLine($"$ HelloDse {string.Join(' ', arguments)}  (exit code {process.ExitCode})");
-        output.WriteLine(printed);
-        output.WriteLine(await stderr);
-        return (process.ExitCode, printed);
+        var run = await BuiltProgram.RunAsync("samples/HelloDse", "HelloDse.dll", arguments, RunTimeout);
+        output.WriteLine($"$ HelloDse {string.Join(' ', arguments)}  (exit code {run.ExitCode}{(run.TimedOut ? ", killed: timed out" : string.Empty)})");
+        output.WriteLine(run.StandardOutput);
+        output.WriteLine(run.StandardError);
+        return run.TimedOut ? throw new TimeoutException($"HelloDse {string.Join(' ', arguments)} ran longer than {RunTimeout}.") : (run.ExitCode, run.StandardOutput);
     }
 
     [GeneratedRegex(@"^(Hello, .+!.*\.) \([0-9.]+ ms\)\r?$", RegexOptions.Multiline)]

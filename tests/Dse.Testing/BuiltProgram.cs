@@ -1,3 +1,5 @@
+using System.Diagnostics;
+
 namespace Dse.Testing;
 
 /// <summary>
@@ -37,6 +39,59 @@ public static class BuiltProgram
         return File.Exists(path)
             ? path
             : throw new FileNotFoundException($"{assemblyFileName} is not built at {path}; build it with 'dotnet build {projectDirectory} -c {configuration}'.", path);
+    }
+
+    /// <summary>
+    /// Runs the built <paramref name="assemblyFileName"/> of <paramref name="projectDirectory"/> (see <see cref="Locate"/>)
+    /// with the dotnet muxer and collects what it printed. A run that outlasts <paramref name="timeout"/> is killed, with its
+    /// whole process tree, and reported as <see cref="ProgramRun.TimedOut"/>.
+    /// </summary>
+    /// <param name="environment">Variables to set; a null value removes the variable the test process would pass on.</param>
+    public static async Task<ProgramRun> RunAsync(string projectDirectory, string assemblyFileName, IReadOnlyList<string> arguments, TimeSpan timeout,
+        IReadOnlyDictionary<string, string?>? environment = null)
+    {
+        var start = new ProcessStartInfo(DotnetMuxer())
+        {
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+        };
+        start.ArgumentList.Add(Locate(projectDirectory, assemblyFileName));
+        foreach (string argument in arguments)
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        foreach (var (name, value) in environment ?? new Dictionary<string, string?>())
+        {
+            if (value is null)
+            {
+                start.Environment.Remove(name);
+            }
+            else
+            {
+                start.Environment[name] = value;
+            }
+        }
+
+        using var process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start {assemblyFileName}.");
+        var stdout = process.StandardOutput.ReadToEndAsync();
+        var stderr = process.StandardError.ReadToEndAsync();
+        var watch = Stopwatch.StartNew();
+        using var limit = new CancellationTokenSource(timeout);
+        bool timedOut = false;
+        try
+        {
+            await process.WaitForExitAsync(limit.Token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (limit.IsCancellationRequested)
+        {
+            timedOut = true;
+            process.Kill(entireProcessTree: true);
+            await process.WaitForExitAsync().ConfigureAwait(false);
+        }
+
+        return new ProgramRun(process.ExitCode, await stdout.ConfigureAwait(false), await stderr.ConfigureAwait(false), timedOut, watch.Elapsed);
     }
 
     /// <summary>The muxer that runs this test host: DOTNET_HOST_PATH, this process when it is dotnet, or dotnet on the PATH.</summary>

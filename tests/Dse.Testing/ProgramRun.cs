@@ -1,12 +1,12 @@
-namespace Dse.Benchmarks.Tests;
+namespace Dse.Testing;
 
-/// <summary>What one run of the benchmark harness printed, and how it ended.</summary>
+/// <summary>What one run of a built program (<see cref="BuiltProgram.RunAsync"/>) printed, and how it ended.</summary>
 /// <param name="ExitCode">The process's exit code (meaningless when <paramref name="TimedOut"/>).</param>
-/// <param name="StandardOutput">Everything on stdout: the RESULT line and nothing else.</param>
-/// <param name="StandardError">Progress and diagnostics.</param>
-/// <param name="TimedOut">Whether the run was killed for outlasting <see cref="BenchmarkHarness.Timeout"/>.</param>
+/// <param name="StandardOutput">Everything on stdout.</param>
+/// <param name="StandardError">Everything on stderr.</param>
+/// <param name="TimedOut">Whether the run was killed, with its process tree, for outlasting its timeout.</param>
 /// <param name="Elapsed">Wall-clock time of the run.</param>
-internal sealed record HarnessRun(int ExitCode, string StandardOutput, string StandardError, bool TimedOut, TimeSpan Elapsed)
+public sealed record ProgramRun(int ExitCode, string StandardOutput, string StandardError, bool TimedOut, TimeSpan Elapsed)
 {
     /// <summary>The non-empty lines of stdout.</summary>
     public IReadOnlyList<string> OutputLines => StandardOutput.Split('\n', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
