@@ -11,6 +11,9 @@ internal sealed class DarqTestStorage
     public const long PageSize = 1 << 16;
     public const long SegmentSize = 1 << 17;
 
+    /// <summary>The open instance's coordinator link, cut by <see cref="CrashNow"/>.</summary>
+    private CrashableCoordinatorLink? _link;
+
     public DarqTestStorage()
         : this(new InMemoryStorage(), new InMemoryStorage())
     {
@@ -49,16 +52,21 @@ internal sealed class DarqTestStorage
         CommitFaults = new FaultInjectingDevice(DseDevices.CreateInMemory(Commits));
         var options = Options(LogFaults, CommitFaults);
         configure?.Invoke(options);
+        _link = options.Coordinator is null ? null : new CrashableCoordinatorLink(options.Coordinator);
+        options.Coordinator = _link;
         return Darq.OpenAsync(options, loggerFactory);
     }
 
     /// <summary>A point-in-time copy of both devices' bytes, to open a second DARQ without touching this storage.</summary>
     public DarqTestStorage Snapshot() => new(Log.Clone(), Commits.Clone());
 
-    /// <summary>A crash: from now on nothing either device is asked to write reaches storage.</summary>
+    /// <summary>A crash: from now on nothing either device is asked to write reaches storage, and the instance reaches no coordinator.</summary>
     public void CrashNow()
     {
-        // The commit device first: cut the other way round, a commit record written in between would point at log pages
+        // The coordinator link first: a version whose commit is acknowledged after the cut must never be reported.
+        _link?.Cut();
+
+        // Then the commit device before the log: cut the other way round, a commit record written in between would point at log pages
         // the cut already lost.
         CommitFaults!.CutNow();
         LogFaults!.CutNow();
