@@ -292,9 +292,20 @@ internal sealed class Simulation
     }
 
     /// <summary>Starts an action, advancing the version first where commit ordering requires it.</summary>
-    private static async Task<StartActionStatus> StartAsync(MemoryStateObject so, DseHeader header)
+    private async Task<StartActionStatus> StartAsync(MemoryStateObject so, DseHeader header)
     {
         var status = so.TryStartAction(header);
+        if (status == StartActionStatus.Implausible)
+        {
+            // The receiver's view predates the sender's connect. Header rules: a real message passes once the view is fresh.
+            await so.RefreshAsync();
+            status = so.TryStartAction(header);
+            if (status == StartActionStatus.Implausible)
+            {
+                throw new InvalidOperationException(Fail($"the header rules refused a real message ({header}) after a refresh"));
+            }
+        }
+
         if (status == StartActionStatus.VersionBehind)
         {
             long max = 0;

@@ -149,6 +149,15 @@ internal sealed class CoordinatorSession
                     await ResyncAsync(coordinator, cancellationToken).ConfigureAwait(false);
                     continue;
                 }
+                catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.InvalidRequest)
+                {
+                    // Not an outage: no retry will ever be accepted, and versions commit in order, so nothing after this one
+                    // could commit either. A restart treats the version as lost (VersionMetadata.DecodeListing).
+                    _owner.SetFault(new DseFaultedException(
+                        $"StateObject {_owner.Id}: the coordinator refused the report of version {next.Version} ({ex.Message}); restart it on the same storage, which discards that version and the ones after it as a crash would.",
+                        ex));
+                    return;
+                }
 
                 DseLogMessages.ReportOutcome(_logger, _owner.Id, next.Version, outcome);
                 _book.MarkReported(next);
@@ -277,8 +286,9 @@ internal sealed class CoordinatorSession
                 await _owner.AdvancePeriodicAsync(cancellationToken).ConfigureAwait(false);
                 if (!_outage.InBackoff())
                 {
-                    await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
+                    // The heartbeat first: whether the owner is alive must not depend on its reports being accepted.
                     await HeartbeatIfDueAsync(cancellationToken).ConfigureAwait(false);
+                    await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
                     _outage.NoteReachable();
                 }
             }

@@ -173,10 +173,11 @@ public readonly struct DseHeader : IEquatable<DseHeader>
             && BinaryPrimitives.ReadUInt32LittleEndian(source) == (Magic | (FormatVersion << 8) | ((uint)DseHeaderKind.Origin << 16)))
         {
             long worldLine = BinaryPrimitives.ReadInt64LittleEndian(source[4..]);
+            long objectId = BinaryPrimitives.ReadInt64LittleEndian(source[12..]);
             long version = BinaryPrimitives.ReadInt64LittleEndian(source[20..]);
-            if ((worldLine | version) >= 0)
+            if ((worldLine | objectId | version) >= 0)
             {
-                header = new DseHeader(DseHeaderKind.Origin, worldLine, BinaryPrimitives.ReadInt64LittleEndian(source[12..]), version, null);
+                header = new DseHeader(DseHeaderKind.Origin, worldLine, objectId, version, null);
                 error = string.Empty;
                 return true;
             }
@@ -229,6 +230,13 @@ public readonly struct DseHeader : IEquatable<DseHeader>
                     return false;
                 }
 
+                long objectId = BinaryPrimitives.ReadInt64LittleEndian(source[12..]);
+                if (objectId < 0)
+                {
+                    error = $"DSE header names a negative participant id ({objectId}).";
+                    return false;
+                }
+
                 long version = BinaryPrimitives.ReadInt64LittleEndian(source[20..]);
                 if (version < 0)
                 {
@@ -236,7 +244,7 @@ public readonly struct DseHeader : IEquatable<DseHeader>
                     return false;
                 }
 
-                header = new DseHeader(DseHeaderKind.Origin, worldLine, BinaryPrimitives.ReadInt64LittleEndian(source[12..]), version, null);
+                header = new DseHeader(DseHeaderKind.Origin, worldLine, objectId, version, null);
                 error = string.Empty;
                 return true;
 
@@ -265,14 +273,21 @@ public readonly struct DseHeader : IEquatable<DseHeader>
                 int offset = PrefixLength + 4;
                 for (int i = 0; i < deps.Length; i++)
                 {
+                    long id = BinaryPrimitives.ReadInt64LittleEndian(source[offset..]);
                     long v = BinaryPrimitives.ReadInt64LittleEndian(source[(offset + 8)..]);
+                    if (id < 0)
+                    {
+                        error = $"DSE dependency header entry {i} names a negative participant id ({id}).";
+                        return false;
+                    }
+
                     if (v < 0)
                     {
                         error = $"DSE dependency header entry {i} has a negative version ({v}).";
                         return false;
                     }
 
-                    deps[i] = new Dependency(BinaryPrimitives.ReadInt64LittleEndian(source[offset..]), v);
+                    deps[i] = new Dependency(id, v);
                     offset += 16;
                 }
 

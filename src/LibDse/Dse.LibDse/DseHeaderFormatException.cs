@@ -1,7 +1,7 @@
 namespace Dse;
 
 /// <summary>Thrown when bytes that should hold a DSE header or version metadata are malformed or truncated.</summary>
-public sealed class DseHeaderFormatException : FormatException
+public class DseHeaderFormatException : FormatException
 {
     /// <summary>Creates the exception with a message naming what was wrong.</summary>
     public DseHeaderFormatException(string message)

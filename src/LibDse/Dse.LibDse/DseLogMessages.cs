@@ -31,4 +31,10 @@ internal static partial class DseLogMessages
 
     [LoggerMessage(EventId = 1009, Level = LogLevel.Debug, Message = "StateObject {ObjectId}: the coordinator is still unavailable ({Reason})")]
     public static partial void CoordinatorStillUnavailable(ILogger logger, long objectId, string reason);
+
+    [LoggerMessage(EventId = 1010, Level = LogLevel.Information, Message = "{Reason}")]
+    public static partial void HeaderRejected(ILogger logger, string reason);
+
+    [LoggerMessage(EventId = 1011, Level = LogLevel.Warning, Message = "StateObject {ObjectId} discards its persisted versions from {Version} on at restart, as a crash would have lost them: {Reason}")]
+    public static partial void ImplausibleVersionDiscarded(ILogger logger, long objectId, long version, string reason);
 }

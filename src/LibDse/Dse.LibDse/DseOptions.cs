@@ -29,6 +29,15 @@ public sealed class DseOptions
     /// </summary>
     public TimeSpan HeartbeatPeriod { get; set; } = TimeSpan.FromSeconds(1);
 
+    /// <summary>
+    /// How far ahead of the cluster a message's version may be (docs/libdse.md, "Header rules"). Receiving a message
+    /// from a higher version moves the local version up to it; one whose version exceeds both the local version and
+    /// every committed version the coordinator published by more than this is refused
+    /// (<see cref="DseHeaderRejectedException"/>), so that a forged header cannot push a StateObject to the end of the
+    /// version space. Default 1,000,000 (about 2.8 hours of group commits at 10 ms, far beyond any outage).
+    /// </summary>
+    public long MaxVersionLead { get; set; } = 1_000_000;
+
     /// <summary>Time source for the group-commit period. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
@@ -51,6 +60,11 @@ public sealed class DseOptions
         if (HeartbeatPeriod <= TimeSpan.Zero || HeartbeatPeriod > TimeSpan.FromMinutes(10))
         {
             throw new ArgumentException($"{nameof(DseOptions)}.{nameof(HeartbeatPeriod)} must be positive and at most 10 minutes (got {HeartbeatPeriod}).", nameof(HeartbeatPeriod));
+        }
+
+        if (MaxVersionLead <= 0)
+        {
+            throw new ArgumentException($"{nameof(DseOptions)}.{nameof(MaxVersionLead)} must be positive (got {MaxVersionLead}).", nameof(MaxVersionLead));
         }
 
         if (TimeProvider is null)

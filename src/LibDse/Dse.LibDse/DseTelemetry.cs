@@ -22,4 +22,6 @@ public static class DseTelemetry
     internal static Counter<long> RollbacksSkipped { get; } = Meter.CreateCounter<long>("dse.rollbacks.skipped", description: "Rollback decisions a StateObject survived without restoring, as nothing it held depended on lost state.");
 
     internal static Counter<long> MessagesDiscarded { get; } = Meter.CreateCounter<long>("dse.messages.discarded", description: "Messages discarded because they came from rolled-back state.");
+
+    internal static Counter<long> HeadersRejected { get; } = Meter.CreateCounter<long>("dse.headers.rejected", description: "Well-formed headers refused by the header rules (unknown participant, implausible version or world-line).");
 }

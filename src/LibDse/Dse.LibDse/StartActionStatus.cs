@@ -17,4 +17,10 @@ public enum StartActionStatus
 
     /// <summary>The message comes from a higher world-line (recovery partition): apply pending rollbacks first. No action started.</summary>
     WorldLineBehind,
+
+    /// <summary>
+    /// The header names a participant the current view does not know, or a version implausibly far ahead (docs/libdse.md,
+    /// "Header rules"): refresh the view and try once more, then refuse the message. No action started.
+    /// </summary>
+    Implausible,
 }

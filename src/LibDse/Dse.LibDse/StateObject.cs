@@ -158,8 +158,14 @@ public abstract class StateObject : IAsyncDisposable
                 throw new InvalidOperationException($"StateObject {Id} is already connected; Connect must be called exactly once.");
             }
 
-            var reports = VersionMetadata.DecodeListing(Id, await ListVersionsAsync(cancellationToken).ConfigureAwait(false));
-            long highest = reports.Count > 0 ? reports[^1].Version : 0;
+            var listed = await ListVersionsAsync(cancellationToken).ConfigureAwait(false);
+            var reports = VersionMetadata.DecodeListing(Id, listed, out var discarded);
+            if (discarded is { } lost)
+            {
+                DseLogMessages.ImplausibleVersionDiscarded(_logger, Id, lost.Version, lost.Reason);
+            }
+
+            long highest = listed.Count > 0 ? listed[^1].Version : 0;
 
             var response = await coordinator.ConnectAsync(new ConnectRequest(Id, reports), cancellationToken).ConfigureAwait(false);
             if (response.MustRetry)
@@ -261,19 +267,30 @@ public abstract class StateObject : IAsyncDisposable
             }
         }
 
+        // Header rules (docs/libdse.md): every participant named must be known, and a version ahead of ours within reach.
         long version = _version;
+        var view = _view.Current;
+        bool ahead = false;
         for (int i = 0; i < dependencies.Length; i++)
         {
-            if (dependencies[i].Version > version)
+            var d = dependencies[i];
+            if (!HeaderRules.IsKnown(view, d.ObjectId, Id))
             {
                 _gate.Exit();
-                return StartActionStatus.VersionBehind;
+                return StartActionStatus.Implausible;
             }
+
+            ahead |= d.Version > version;
+        }
+
+        if (ahead)
+        {
+            _gate.Exit();
+            return HeaderRules.IsWithinLead(dependencies, view, _options.MaxVersionLead) ? StartActionStatus.VersionBehind : StartActionStatus.Implausible;
         }
 
         // A committed version needs no edge, but only the view of our own world-line can say so: a newer view's
         // committed map belongs to a lineage that may reuse version numbers of lost state.
-        var view = _view.Current;
         bool sameLineage = view.WorldLine == worldLine;
         var deps = _deps;
         for (int i = 0; i < dependencies.Length; i++)
@@ -531,6 +548,7 @@ public abstract class StateObject : IAsyncDisposable
 
     private async ValueTask<bool> StartActionSlowAsync(DseHeader header, StartActionStatus status, CancellationToken cancellationToken)
     {
+        bool refreshed = false;
         while (true)
         {
             // Accepted means we are inside the gate: return before anything can throw, or the action leaks.
@@ -549,11 +567,27 @@ public abstract class StateObject : IAsyncDisposable
                 case StartActionStatus.WorldLineBehind:
                     await RefreshAsync(cancellationToken).ConfigureAwait(false);
                     var next = NextChange;
+                    if (ClusterView.WorldLine < header.WorldLine)
+                    {
+                        // The coordinator's own state is older than the header: no participant can be on that world-line.
+                        throw HeaderRules.Refuse(this, header, _logger);
+                    }
+
                     if (WorldLine < header.WorldLine)
                     {
                         await next.WaitAsync(cancellationToken).ConfigureAwait(false);
                     }
 
+                    break;
+                case StartActionStatus.Implausible:
+                    // A participant that connected a moment ago may be missing from a view that is a moment old: look once.
+                    if (refreshed)
+                    {
+                        throw HeaderRules.Refuse(this, header, _logger);
+                    }
+
+                    await RefreshAsync(cancellationToken).ConfigureAwait(false);
+                    refreshed = true;
                     break;
             }
 

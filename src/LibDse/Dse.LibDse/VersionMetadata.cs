@@ -73,13 +73,19 @@ public static class VersionMetadata
         return new VersionReport(version, worldLine, deps);
     }
 
-    /// <summary>Decodes what <c>ListVersionsAsync</c> returned for <paramref name="objectId"/>, checking its order.</summary>
+    /// <summary>
+    /// Decodes what <c>ListVersionsAsync</c> returned for <paramref name="objectId"/>, checking its order. A version the
+    /// coordinator would refuse (see <see cref="Implausibility"/>) could never commit, nor could any after it: the
+    /// listing ends before it and <paramref name="discarded"/> says why, so the StateObject restarts as if a crash had
+    /// lost those versions (the coordinator rolls back whatever depended on them).
+    /// </summary>
     /// <exception cref="InvalidOperationException">The versions are not positive and ascending.</exception>
     /// <exception cref="DseHeaderFormatException">Stored metadata is corrupt.</exception>
-    internal static List<VersionReport> DecodeListing(long objectId, IReadOnlyList<PersistedVersion> listed)
+    internal static List<VersionReport> DecodeListing(long objectId, IReadOnlyList<PersistedVersion> listed, out (long Version, string Reason)? discarded)
     {
         var reports = new List<VersionReport>(listed.Count);
         long highest = 0;
+        discarded = null;
         foreach (var v in listed)
         {
             if (v.Version <= highest)
@@ -87,10 +93,42 @@ public static class VersionMetadata
                 throw new InvalidOperationException($"StateObject {objectId}: ListVersions returned version {v.Version} after {highest}; versions must be positive and ascending.");
             }
 
-            reports.Add(Decode(v.Version, v.Metadata.Span));
+            var report = Decode(v.Version, v.Metadata.Span);
+            if (Implausibility(report) is { } reason)
+            {
+                discarded = (v.Version, reason);
+                break;
+            }
+
+            reports.Add(report);
             highest = v.Version;
         }
 
         return reports;
+    }
+
+    /// <summary>Why the coordinator would refuse a persisted version's fragment, or null: what a header's parsing refuses now.</summary>
+    internal static string? Implausibility(VersionReport report)
+    {
+        if (report.WorldLine < 0)
+        {
+            return $"version {report.Version} names world-line {report.WorldLine}";
+        }
+
+        var seen = new HashSet<long>();
+        foreach (var d in report.Dependencies)
+        {
+            if (d.ObjectId < 0 || d.Version < 0)
+            {
+                return $"version {report.Version} depends on version {d.Version} of participant {d.ObjectId}";
+            }
+
+            if (!seen.Add(d.ObjectId))
+            {
+                return $"version {report.Version} lists participant {d.ObjectId} twice";
+            }
+        }
+
+        return null;
     }
 }
