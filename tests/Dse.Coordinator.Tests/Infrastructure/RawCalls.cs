@@ -1,3 +1,4 @@
+using Dse.Testing;
 using Google.Protobuf;
 using Grpc.Core;
 using Wire = Dse.Coordinator.Grpc;
@@ -6,21 +7,14 @@ namespace Dse.Coordinator.Tests.Infrastructure;
 
 /// <summary>
 /// Calls to the coordinator service that bypass GrpcCoordinatorClient: arbitrary request bytes (garbled or hand-made
-/// messages the client would never send), through a marshaller that passes bytes as they are.
+/// messages the client would never send), through <see cref="RawGrpcCall"/>.
 /// </summary>
 internal static class RawCalls
 {
     public const string Service = "dse.coordinator.v1.Coordinator";
 
-    private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(static (byte[] b) => b, static b => b);
-
-    public static async Task<byte[]> CallAsync(ChannelBase channel, string method, byte[] request)
-    {
-        var descriptor = new Method<byte[], byte[]>(MethodType.Unary, Service, method, Bytes, Bytes);
-        var options = new CallOptions(deadline: DateTime.UtcNow.AddSeconds(30));
-        using var call = channel.CreateCallInvoker().AsyncUnaryCall(descriptor, null, options, request);
-        return await call.ResponseAsync;
-    }
+    public static Task<byte[]> CallAsync(ChannelBase channel, string method, byte[] request) =>
+        RawGrpcCall.UnaryAsync(channel, Service, method, request);
 
     public static async Task<Wire.WaitForChangeResponse> WaitForChangeAsync(ChannelBase channel, Wire.WaitForChangeRequest request) =>
         Wire.WaitForChangeResponse.Parser.ParseFrom(await CallAsync(channel, "WaitForChange", request.ToByteArray()));
