@@ -245,6 +245,38 @@ public sealed class GrpcCoordinatorErrorTests
         await AssertUnchangedAsync(server, before);
     }
 
+    public static TheoryData<string, byte[]> WithoutParticipantId => new()
+    {
+        { "Connect", new Wire.ConnectRequest().ToByteArray() },
+        { "ReportPersisted", new Wire.ReportPersistedRequest { Report = new Wire.VersionReport { Version = 1 } }.ToByteArray() },
+        { "AcknowledgeRollback", new Wire.AcknowledgeRollbackRequest { WorldLine = 1 }.ToByteArray() },
+        { "Resync", new Wire.ResyncRequest().ToByteArray() },
+        { "Heartbeat", new Wire.HeartbeatRequest().ToByteArray() },
+        { "RemoveParticipant", new Wire.RemoveParticipantRequest().ToByteArray() },
+    };
+
+    /// <summary>
+    /// Proto3 reads an absent id as 0, a valid one: bytes that happen to parse (an empty message) would restart or remove
+    /// participant 0. Participant 0 is connected first, by the client, which writes id 0 on the wire.
+    /// </summary>
+    [Theory]
+    [MemberData(nameof(WithoutParticipantId))]
+    public async Task ParticipantIdAbsent_RequestNamingAParticipant_InvalidArgumentAndParticipantZeroUntouched(string method, byte[] request)
+    {
+        await using var server = await StartAsync();
+        await server.CreateClient().ConnectAsync(new ConnectRequest(0, []));
+        await server.CreateClient().ConnectAsync(new ConnectRequest(1, []));
+        var before = server.Coordinator.State;
+
+        var error = await RawCalls.RefusedAsync(server.Channel, method, request);
+
+        Assert.Equal(StatusCode.InvalidArgument, error.StatusCode);
+        Assert.Equal(nameof(CoordinatorErrorCode.InvalidRequest), error.Trailers.GetValue(GrpcCoordinatorClient.ErrorCodeTrailer));
+        Assert.Equal($"{method}Request.object_id is missing; a request names its participant, id 0 included.", error.Status.Detail);
+        await AssertUnchangedAsync(server, before);
+        await server.CreateClient().HeartbeatAsync(0);
+    }
+
     public static TheoryData<string, byte[], string> InvalidFields => new()
     {
         { "Connect", new Wire.ConnectRequest { ObjectId = -1 }.ToByteArray(), "ConnectRequest.object_id is -1; participant ids are non-negative." },

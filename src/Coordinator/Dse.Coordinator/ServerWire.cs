@@ -16,13 +16,13 @@ internal static class ServerWire
 
     public static ConnectRequest FromWire(Wire.ConnectRequest request)
     {
-        long id = ObjectId(request.ObjectId, "ConnectRequest.object_id");
+        long id = ObjectId(request.HasObjectId, request.ObjectId, "ConnectRequest.object_id");
         return new ConnectRequest(id, Reports(request.PersistedVersions, "ConnectRequest.persisted_versions"));
     }
 
     public static (long ObjectId, VersionReport Report) FromWire(Wire.ReportPersistedRequest request)
     {
-        long id = ObjectId(request.ObjectId, "ReportPersistedRequest.object_id");
+        long id = ObjectId(request.HasObjectId, request.ObjectId, "ReportPersistedRequest.object_id");
         if (request.Report is null)
         {
             throw Invalid("ReportPersistedRequest.report is missing.");
@@ -33,7 +33,7 @@ internal static class ServerWire
 
     public static (long ObjectId, long WorldLine, long KeptThrough) FromWire(Wire.AcknowledgeRollbackRequest request)
     {
-        long id = ObjectId(request.ObjectId, "AcknowledgeRollbackRequest.object_id");
+        long id = ObjectId(request.HasObjectId, request.ObjectId, "AcknowledgeRollbackRequest.object_id");
         long worldLine = NonNegative(request.WorldLine, "AcknowledgeRollbackRequest.world_line", "world-lines");
         long keptThrough = NonNegative(request.KeptThrough, "AcknowledgeRollbackRequest.kept_through", "versions");
         return (id, worldLine, keptThrough);
@@ -41,7 +41,7 @@ internal static class ServerWire
 
     public static ResyncRequest FromWire(Wire.ResyncRequest request)
     {
-        long id = ObjectId(request.ObjectId, "ResyncRequest.object_id");
+        long id = ObjectId(request.HasObjectId, request.ObjectId, "ResyncRequest.object_id");
         long worldLine = NonNegative(request.WorldLine, "ResyncRequest.world_line", "world-lines");
         var versions = Reports(request.DurableVersions, "ResyncRequest.durable_versions");
         var view = new Dictionary<long, long>(request.CommittedView.Count);
@@ -67,9 +67,9 @@ internal static class ServerWire
         return new ResyncRequest(id, worldLine, versions, view);
     }
 
-    public static long FromWire(Wire.HeartbeatRequest request) => ObjectId(request.ObjectId, "HeartbeatRequest.object_id");
+    public static long FromWire(Wire.HeartbeatRequest request) => ObjectId(request.HasObjectId, request.ObjectId, "HeartbeatRequest.object_id");
 
-    public static long FromWire(Wire.RemoveParticipantRequest request) => ObjectId(request.ObjectId, "RemoveParticipantRequest.object_id");
+    public static long FromWire(Wire.RemoveParticipantRequest request) => ObjectId(request.HasObjectId, request.ObjectId, "RemoveParticipantRequest.object_id");
 
     /// <summary>The epoch to wait past, and how long to wait: the client's wish, capped at <paramref name="cap"/>.</summary>
     public static (long KnownEpoch, TimeSpan Wait) FromWire(Wire.WaitForChangeRequest request, TimeSpan cap)
@@ -222,8 +222,19 @@ internal static class ServerWire
         return false;
     }
 
-    private static long ObjectId(long value, string field) =>
-        value >= 0 ? value : throw Invalid($"{field} is {value}; participant ids are non-negative.");
+    /// <summary>
+    /// The participant a request names. The field must be on the wire: proto3 reads an absent one as 0, which is a valid
+    /// id, so without the check any bytes that parse would name participant 0.
+    /// </summary>
+    private static long ObjectId(bool present, long value, string field)
+    {
+        if (!present)
+        {
+            throw Invalid($"{field} is missing; a request names its participant, id 0 included.");
+        }
+
+        return value >= 0 ? value : throw Invalid($"{field} is {value}; participant ids are non-negative.");
+    }
 
     private static long NonNegative(long value, string field, string what) =>
         value >= 0 ? value : throw Invalid($"{field} is {value}; {what} are non-negative.");
