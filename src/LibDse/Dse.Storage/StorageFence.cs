@@ -5,21 +5,23 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace Dse.Storage;
 
 /// <summary>
-/// Exclusive ownership of a device's storage, held until disposed: a lock file for local files, a lease on every page
-/// blob for <see cref="AzurePageBlobDevice"/>, nothing for devices without shared storage (in-memory).
+/// Exclusive ownership of a device's storage (or of a directory of local files), held until disposed: a lock file for
+/// local files, a lease on every page blob for <see cref="AzurePageBlobDevice"/>, nothing for devices without shared
+/// storage (in-memory).
 /// </summary>
 /// <remarks>
 /// <para>Local files: the lock file <c>.{name}.lock</c> next to the device's files (a name the device's own segment
 /// scan does not match) is opened with <see cref="FileShare.None"/>, which .NET implements with
 /// <c>flock(LOCK_EX | LOCK_NB)</c> on Unix and a share mode on Windows. A second fence on the same path, in this process
 /// or another, is refused at once; the kernel releases the lock when the process dies, even by <c>kill -9</c>. The lock
-/// file is never deleted (deleting it could let two openers lock two different files).</para>
+/// file is never deleted (deleting it could let two openers lock two different files). A directory's lock file is
+/// <c>.owner.lock</c> inside it (<see cref="AcquireDirectory"/>).</para>
 /// <para>Page blobs: <see cref="AzurePageBlobDevice.AcquireLeaseAsync"/> breaks any earlier owner's lease and takes its
 /// own (an owner that crashed never blocks a restart), and the device conditions every later write on it, so the earlier
 /// owner, if still running, is fenced: its writes fail with <see cref="DeviceErrorCodes.Fenced"/> and
 /// <see cref="IsLost"/> becomes true.</para>
 /// </remarks>
-public sealed class StorageFence : IAsyncDisposable
+public sealed class StorageFence : IAsyncDisposable, IDisposable
 {
     // Win32 sharing and lock violations; EWOULDBLOCK from flock on Linux and on BSD/macOS.
     private const int ErrorSharingViolation = 32;
@@ -72,24 +74,56 @@ public sealed class StorageFence : IAsyncDisposable
     {
         ArgumentNullException.ThrowIfNull(device);
         logger ??= NullLogger.Instance;
-        var inner = device;
-        while (inner is DelegatingDevice wrapper)
-        {
-            inner = wrapper.Inner;
-        }
-
+        var inner = Unwrap(device);
         switch (inner)
         {
             case ManagedLocalStorageDevice or LocalStorageDevice:
-                return AcquireLockFile(inner.FileName, logger);
+                return AcquireLockFile(inner.FileName, LockFilePath(inner.FileName), logger);
             case AzurePageBlobDevice blobs:
                 await blobs.AcquireLeaseAsync(cancellationToken).ConfigureAwait(false);
                 var fence = new StorageFence($"page blobs '{blobs.FileName}.*' (leased)", null, blobs);
                 StorageLogMessages.FenceAcquired(logger, fence.Description);
                 return fence;
             default:
-                return new StorageFence($"device '{inner.FileName}' ({inner.GetType().Name}, not shared between instances)", null, null);
+                return Unshared(inner);
         }
+    }
+
+    /// <summary>
+    /// Takes exclusive ownership of the storage under <paramref name="device"/> without waiting, for owners that open
+    /// in a constructor: as <see cref="AcquireAsync"/> for local files and devices without shared storage.
+    /// </summary>
+    /// <param name="device">The device whose storage to own.</param>
+    /// <param name="logger">Logs the lock; <see langword="null"/> for none.</param>
+    /// <exception cref="StorageFencedException">Another instance (in this process or another) holds the lock.</exception>
+    /// <exception cref="NotSupportedException">
+    /// The device is an <see cref="AzurePageBlobDevice"/>: its lease can only be taken asynchronously (<see cref="AcquireAsync"/>).
+    /// </exception>
+    public static StorageFence Acquire(IDevice device, ILogger? logger = null)
+    {
+        ArgumentNullException.ThrowIfNull(device);
+        var inner = Unwrap(device);
+        return inner switch
+        {
+            ManagedLocalStorageDevice or LocalStorageDevice => AcquireLockFile(inner.FileName, LockFilePath(inner.FileName), logger ?? NullLogger.Instance),
+            AzurePageBlobDevice => throw new NotSupportedException(
+                $"Page blobs '{inner.FileName}.*' are fenced by a lease, which is taken asynchronously: use StorageFence.AcquireAsync."),
+            _ => Unshared(inner),
+        };
+    }
+
+    /// <summary>
+    /// Takes exclusive ownership of a directory of local files: the lock file <see cref="DirectoryLockFilePath"/> inside
+    /// it (the directory is created when missing). Refused at once while another instance, in this process or another,
+    /// holds it; released on dispose and when the process dies.
+    /// </summary>
+    /// <param name="directory">The directory whose files to own.</param>
+    /// <param name="logger">Logs the lock; <see langword="null"/> for none.</param>
+    /// <exception cref="StorageFencedException">Another instance holds the directory's lock file.</exception>
+    public static StorageFence AcquireDirectory(string directory, ILogger? logger = null)
+    {
+        string lockFile = DirectoryLockFilePath(directory);
+        return AcquireLockFile(Path.GetDirectoryName(lockFile)!, lockFile, logger ?? NullLogger.Instance, isDirectory: true);
     }
 
     /// <summary>The lock file that fences the local file device whose files are <c>{path}.{n}</c>.</summary>
@@ -101,6 +135,26 @@ public sealed class StorageFence : IAsyncDisposable
 
         // Not "{path}.lock": FASTER's segment scan (RecoverDevice) takes every file starting with the name for a segment.
         return Path.Combine(Path.GetDirectoryName(full) ?? string.Empty, "." + Path.GetFileName(full) + ".lock");
+    }
+
+    /// <summary>The lock file that fences the directory of local files <paramref name="directory"/>: <c>.owner.lock</c> inside it.</summary>
+    /// <param name="directory">The directory.</param>
+    public static string DirectoryLockFilePath(string directory)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(directory);
+        return Path.Combine(Path.GetFullPath(directory), ".owner.lock");
+    }
+
+    /// <summary>
+    /// Releases the fence without waiting, for owners that release in a constructor's failure path: closes the lock file.
+    /// Leases stay until the next owner breaks them, as after a crash; <see cref="DisposeAsync"/> releases them.
+    /// </summary>
+    public void Dispose()
+    {
+        if (Interlocked.Exchange(ref _released, 1) == 0)
+        {
+            Interlocked.Exchange(ref _lockFile, null)?.Dispose();
+        }
     }
 
     /// <summary>Releases the fence: closes the lock file, or releases the leases (best effort; a lease left behind is broken by the next owner).</summary>
@@ -125,13 +179,33 @@ public sealed class StorageFence : IAsyncDisposable
 
     /// <summary>The exception for an instance whose fence was lost, naming what was taken over.</summary>
     /// <param name="owner">Who was fenced, for the message (for example "DARQ 'orders'").</param>
-    public StorageFencedException LostException(string owner) => new(
-        $"{owner} was fenced: another instance opened its storage ({Description}) and took it over. This instance can no " +
-        "longer write (its appends and commits are refused, and nothing it writes from now on is kept); dispose it.");
+    public StorageFencedException LostException(string owner) => new(LostMessage(owner));
 
-    private static StorageFence AcquireLockFile(string devicePath, ILogger logger)
+    /// <summary>The exception for an instance whose fence was lost, naming what was taken over, with the failure that showed it.</summary>
+    /// <param name="owner">Who was fenced, for the message (for example "DARQ 'orders'").</param>
+    /// <param name="innerException">The refused write.</param>
+    public StorageFencedException LostException(string owner, Exception innerException) => new(LostMessage(owner), innerException);
+
+    private string LostMessage(string owner) =>
+        $"{owner} was fenced: another instance opened its storage ({Description}) and took it over. This instance can no " +
+        "longer write (its appends and commits are refused, and nothing it writes from now on is kept); dispose it.";
+
+    private static IDevice Unwrap(IDevice device)
     {
-        string path = LockFilePath(devicePath);
+        while (device is DelegatingDevice wrapper)
+        {
+            device = wrapper.Inner;
+        }
+
+        return device;
+    }
+
+    private static StorageFence Unshared(IDevice device)
+        => new($"device '{device.FileName}' ({device.GetType().Name}, not shared between instances)", null, null);
+
+    /// <summary>Opens <paramref name="path"/> locked; <paramref name="storage"/> is the device path or directory it guards.</summary>
+    private static StorageFence AcquireLockFile(string storage, string path, ILogger logger, bool isDirectory = false)
+    {
         string? directory = Path.GetDirectoryName(path);
         if (!string.IsNullOrEmpty(directory))
         {
@@ -152,12 +226,13 @@ public sealed class StorageFence : IAsyncDisposable
         catch (IOException ex) when (IsLockConflict(ex))
         {
             throw new StorageFencedException(
-                $"The storage at '{devicePath}' is owned by another instance: its lock file '{path}' is held (another instance in this " +
+                $"The storage at '{storage}' is owned by another instance: its lock file '{path}' is held (another instance in this " +
                 "or another process has this storage open). Dispose that instance, or wait for its process to exit, before opening it.",
                 ex);
         }
 
-        var fence = new StorageFence($"local files '{devicePath}.*' (lock file '{path}')", stream, null);
+        string what = isDirectory ? $"directory '{storage}'" : $"local files '{storage}.*'";
+        var fence = new StorageFence($"{what} (lock file '{path}')", stream, null);
         if (FileLockingDisabled())
         {
             StorageLogMessages.FileLockingDisabled(logger, fence.Description);
