@@ -183,7 +183,8 @@ public abstract class SnapshotLogContractTests : IAsyncLifetime
         Assert.Equal(3, log.Records.Count);
         Assert.Equal(1, faults.WritesDropped);
 
-        // Crash: the owner goes away; a new device over the same storage sees only what was forwarded.
+        // Crash: the owner goes away (and with its process its lock file); a new device over the same storage sees only what was forwarded.
+        log.ReleaseFenceAsProcessExitWould();
         faults.Dispose();
         Harness.Close(inner);
         var (_, recovered) = await OpenAsync();
@@ -204,6 +205,7 @@ public abstract class SnapshotLogContractTests : IAsyncLifetime
         await log.AppendAsync(2, TestIo.Pattern(150_000, 2));
         Assert.Equal(3, faults.WritesForwarded);
         Assert.Equal(1, faults.WritesDropped);
+        log.ReleaseFenceAsProcessExitWould();
         faults.Dispose();
         Harness.Close(inner);
 

@@ -20,6 +20,10 @@ namespace Dse.Storage;
 /// <para>An append that fails (the device reported an error) leaves the log unchanged in memory, and the next append
 /// overwrites the same place; whether the failed record survives a crash before that is undefined, as with any write
 /// whose outcome is unknown. The on-device format is specified in docs/storage-format.md.</para>
+/// <para>One instance owns the storage, from open to dispose (<see cref="SnapshotLogOptions.ExclusiveStorage"/>, a
+/// <see cref="StorageFence"/>): on local files a second open of the same files, in this process or another, fails with
+/// a <see cref="StorageFencedException"/> naming the lock file; on page blobs the new instance takes the storage over,
+/// and the old one's appends fail with a <see cref="StorageFencedException"/>.</para>
 /// </remarks>
 public sealed class SnapshotLog : IAsyncDisposable
 {
@@ -28,6 +32,9 @@ public sealed class SnapshotLog : IAsyncDisposable
     private readonly bool _ownsDevice;
     private readonly ILogger _logger;
     private readonly int _sectorSize;
+
+    /// <summary>Exclusive ownership of the device's storage from open to dispose; <see langword="null"/> when not asked for.</summary>
+    private readonly StorageFence? _fence;
 
     /// <summary>Serializes appends and disposal; held from a record's write until its acknowledgement.</summary>
     private readonly SemaphoreSlim _appendLock = new(1, 1);
@@ -43,9 +50,10 @@ public sealed class SnapshotLog : IAsyncDisposable
 
     private int _disposed;
 
-    private SnapshotLog(IDevice device, SnapshotLogOptions options, ILogger logger)
+    private SnapshotLog(IDevice device, SnapshotLogOptions options, StorageFence? fence, ILogger logger)
     {
         _device = device;
+        _fence = fence;
         _maxPayloadLength = options.MaxPayloadLength;
         _ownsDevice = options.OwnsDevice;
         _logger = logger;
@@ -78,6 +86,7 @@ public sealed class SnapshotLog : IAsyncDisposable
     /// <param name="cancellationToken">Cancels the recovery scan.</param>
     /// <returns>The opened log, positioned after its last valid record.</returns>
     /// <exception cref="InvalidDataException">The log is corrupt before its tail; the message names the address.</exception>
+    /// <exception cref="StorageFencedException">Another instance owns the storage (a local lock file is held); nothing was read or written.</exception>
     /// <exception cref="IOException">The device failed a read.</exception>
     public static async Task<SnapshotLog> OpenAsync(IDevice device, SnapshotLogOptions? options = null, ILogger? logger = null,
         CancellationToken cancellationToken = default)
@@ -92,14 +101,42 @@ public sealed class SnapshotLog : IAsyncDisposable
                 $"{SnapshotRecordFormat.HeaderSize} and {AlignedBuffer.Alignment}.", nameof(device));
         }
 
-        if (options.InitializeDevice)
+        logger ??= NullLogger.Instance;
+
+        // Owned before anything is read: another instance's appends are either refused or all seen by the recovery.
+        StorageFence? fence = null;
+        if (options.ExclusiveStorage)
         {
-            device.Initialize(options.SegmentSize, null, false);
+            try
+            {
+                fence = await StorageFence.AcquireAsync(device, logger, cancellationToken).ConfigureAwait(false);
+            }
+            catch (StorageFencedException e)
+            {
+                throw new StorageFencedException($"Snapshot log cannot open: {e.Message}", e);
+            }
         }
 
-        var log = new SnapshotLog(device, options, logger ?? NullLogger.Instance);
-        await log.RecoverAsync(cancellationToken).ConfigureAwait(false);
-        return log;
+        try
+        {
+            if (options.InitializeDevice)
+            {
+                device.Initialize(options.SegmentSize, null, false);
+            }
+
+            var log = new SnapshotLog(device, options, fence, logger);
+            await log.RecoverAsync(cancellationToken).ConfigureAwait(false);
+            return log;
+        }
+        catch
+        {
+            if (fence is not null)
+            {
+                await fence.DisposeAsync().ConfigureAwait(false);
+            }
+
+            throw;
+        }
     }
 
     /// <summary>Appends a record; completes when the device has acknowledged it.</summary>
@@ -158,7 +195,10 @@ public sealed class SnapshotLog : IAsyncDisposable
         return AppendCoreAsync(new PendingRecord(SnapshotRecordKind.TruncateBefore, key, [], _sectorSize), cancellationToken);
     }
 
-    /// <summary>Waits for an append in flight, then closes the log (and disposes the device when it is owned).</summary>
+    /// <summary>
+    /// Waits for an append in flight, then closes the log (and disposes the device when it is owned) and releases the
+    /// storage, last, for the next instance.
+    /// </summary>
     public async ValueTask DisposeAsync()
     {
         if (Interlocked.Exchange(ref _disposed, 1) != 0)
@@ -166,17 +206,39 @@ public sealed class SnapshotLog : IAsyncDisposable
             return;
         }
 
-        await _appendLock.WaitAsync().ConfigureAwait(false);
         try
         {
-            if (_ownsDevice)
+            await _appendLock.WaitAsync().ConfigureAwait(false);
+            try
             {
-                _device.Dispose();
+                if (_ownsDevice)
+                {
+                    _device.Dispose();
+                }
+            }
+            finally
+            {
+                _appendLock.Release();
             }
         }
         finally
         {
-            _appendLock.Release();
+            if (_fence is not null)
+            {
+                await _fence.DisposeAsync().ConfigureAwait(false);
+            }
+        }
+    }
+
+    /// <summary>
+    /// Releases what the process's death would release (a local lock file) and nothing else: for in-process tests that
+    /// abandon this instance as a crash and open the same storage again. Page blob leases stay, as after a crash.
+    /// </summary>
+    internal void ReleaseFenceAsProcessExitWould()
+    {
+        if (_fence is { ReleasedByProcessExit: true })
+        {
+            _fence.Dispose();
         }
     }
 
@@ -215,6 +277,7 @@ public sealed class SnapshotLog : IAsyncDisposable
                     return;
                 }
 
+                ThrowIfFenced();
                 long address = _tailAddress;
                 ulong sequence = _nextSequence;
                 Debug.Assert(_appendLock.CurrentCount == 0, "appends run under the append lock");
@@ -222,7 +285,14 @@ public sealed class SnapshotLog : IAsyncDisposable
                 pending.Seal(sequence, address);
 
                 // The record and one zero sector after it (the end-of-log terminator) go out together, the header last.
-                await DeviceIo.WriteFirstPartLastAsync(_device, address, pending.Buffer.Pointer, pending.WriteLength).ConfigureAwait(false);
+                try
+                {
+                    await DeviceIo.WriteFirstPartLastAsync(_device, address, pending.Buffer.Pointer, pending.WriteLength).ConfigureAwait(false);
+                }
+                catch (IOException e) when (_fence is { IsLost: true })
+                {
+                    throw _fence.LostException(Owner, e);
+                }
 
                 var record = new SnapshotRecord(pending.Key, sequence, address, pending.Payload);
                 _records = Apply(_records, pending.Kind, record);
@@ -343,6 +413,17 @@ public sealed class SnapshotLog : IAsyncDisposable
         return PayloadMatches(header, buffer.Span.Slice(HeaderSize, header.PayloadLength))
             ? null
             : "fails its payload checksum";
+    }
+
+    private string Owner => $"Snapshot log on device '{_device.FileName}'";
+
+    /// <summary>Refuses an append once another instance took the storage over (a broken page blob lease).</summary>
+    private void ThrowIfFenced()
+    {
+        if (_fence is { CanBeLost: true, IsLost: true })
+        {
+            throw _fence.LostException(Owner);
+        }
     }
 
     private InvalidDataException Corrupt(long address, string detail)

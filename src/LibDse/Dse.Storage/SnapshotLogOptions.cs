@@ -21,6 +21,17 @@ public sealed class SnapshotLogOptions
     /// <summary>Whether disposing the log disposes the device. Default <see langword="false"/>.</summary>
     public bool OwnsDevice { get; set; }
 
+    /// <summary>
+    /// Whether the log takes exclusive ownership of its storage when it opens, before reading anything, and holds it until
+    /// disposed (a <see cref="StorageFence"/>). Default <see langword="true"/>. On local files a second open of the same
+    /// files, in this process or another, is refused with a <see cref="StorageFencedException"/> naming the lock file and
+    /// changes nothing (the lock dies with the process, even by <c>kill -9</c>); on page blobs the new instance takes the
+    /// storage over (breaking the old one's lease), and the old one's appends fail with a
+    /// <see cref="StorageFencedException"/>; in-memory devices hold nothing. Turn off only when something else
+    /// guarantees a single owner.
+    /// </summary>
+    public bool ExclusiveStorage { get; set; } = true;
+
     internal void Validate()
     {
         if (InitializeDevice && (SegmentSize < 4096 || !long.IsPow2(SegmentSize)))
