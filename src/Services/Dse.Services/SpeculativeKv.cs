@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using System.IO.Hashing;
+using Dse.Storage;
 
 namespace Dse.Services;
 
@@ -19,6 +20,9 @@ namespace Dse.Services;
 /// previous one still flushing (details in docs/services.md), or while another write to a key of the same stripe is
 /// under way. Such waits are asynchronous: a waiting operation holds no thread, so the threads FASTER needs to finish
 /// a checkpoint's writes (which may run inside another operation) are never all taken by waiters.</para>
+/// <para>One instance owns the directory, from construction to dispose (<see cref="SpeculativeKvOptions.ExclusiveStorage"/>):
+/// a second instance on it, in this process or another, is refused with a <see cref="StorageFencedException"/> naming
+/// the lock file.</para>
 /// </remarks>
 public sealed class SpeculativeKv : StateObject
 {
@@ -36,8 +40,15 @@ public sealed class SpeculativeKv : StateObject
     // The versions: FASTER checkpoints, manifests, restore and pruning.
     private readonly KvCheckpointer _checkpoints;
 
-    /// <summary>Creates the store over <see cref="SpeculativeKvOptions.Directory"/>; it opens when ConnectAsync restores.</summary>
+    // Exclusive ownership of the directory from construction to dispose; null when not asked for.
+    private readonly StorageFence? _fence;
+
+    /// <summary>
+    /// Creates the store over <see cref="SpeculativeKvOptions.Directory"/> and takes ownership of the directory; it opens
+    /// when ConnectAsync restores.
+    /// </summary>
     /// <exception cref="ArgumentException">An option is invalid; the message names it.</exception>
+    /// <exception cref="StorageFencedException">Another instance owns the directory (its lock file is held); nothing was read or written.</exception>
     public SpeculativeKv(DseOptions options, SpeculativeKvOptions kvOptions)
         : base(options)
     {
@@ -50,6 +61,19 @@ public sealed class SpeculativeKv : StateObject
         }
 
         _checkpoints = new KvCheckpointer(kvOptions, Logger, Id);
+
+        // Last, so that nothing after it can fail and leave the lock held; nothing reads the directory before ConnectAsync.
+        if (kvOptions.ExclusiveStorage)
+        {
+            try
+            {
+                _fence = StorageFence.AcquireDirectory(kvOptions.Directory!, Logger);
+            }
+            catch (StorageFencedException e)
+            {
+                throw new StorageFencedException($"SpeculativeKv {Id} cannot open: {e.Message}", e);
+            }
+        }
     }
 
     /// <summary>Reads the value of <paramref name="key"/>, or null if absent. Call inside an action.</summary>
@@ -359,14 +383,22 @@ public sealed class SpeculativeKv : StateObject
     /// <inheritdoc />
     protected override async ValueTask DisposeAsyncCore()
     {
-        await base.DisposeAsyncCore().ConfigureAwait(false);
-
-        // FASTER must not be disposed under a running checkpoint; failures were reported to the completions already.
-        await _checkpoints.DisposeAsync().ConfigureAwait(false);
-        _exclusive.Dispose();
-        foreach (var stripe in _stripes)
+        try
         {
-            stripe.Dispose();
+            await base.DisposeAsyncCore().ConfigureAwait(false);
+
+            // FASTER must not be disposed under a running checkpoint; failures were reported to the completions already.
+            await _checkpoints.DisposeAsync().ConfigureAwait(false);
+            _exclusive.Dispose();
+            foreach (var stripe in _stripes)
+            {
+                stripe.Dispose();
+            }
+        }
+        finally
+        {
+            // Last: once FASTER is closed, the next instance may open the directory.
+            _fence?.Dispose();
         }
     }
 

@@ -9,6 +9,15 @@ public sealed class SpeculativeKvOptions
     /// </summary>
     public string? Directory { get; set; }
 
+    /// <summary>
+    /// Whether the store takes exclusive ownership of <see cref="Directory"/> when it is constructed, before reading
+    /// anything, and holds it until disposed (<see cref="Dse.Storage.StorageFence.AcquireDirectory"/>: the lock file
+    /// <c>.owner.lock</c> in the directory). Default true. A second instance on the same directory, in this process or
+    /// another, is refused with a <see cref="Dse.Storage.StorageFencedException"/> naming the lock file and changes nothing;
+    /// the lock dies with the process, even by <c>kill -9</c>. Turn off only when something else guarantees a single owner.
+    /// </summary>
+    public bool ExclusiveStorage { get; set; } = true;
+
     /// <summary>Hash index size in buckets (a power of two; 64 bytes each). Default 2^16.</summary>
     public long IndexBuckets { get; set; } = 1L << 16;
 

@@ -18,12 +18,18 @@ namespace Dse.Services;
 /// <para>What a reader sees is speculative: an entry may still be rolled back (and then can never be read again) until
 /// its version is committed (<see cref="StateObject.CommittedVersion"/>). An LSN is never reused, not even after a
 /// rollback. Format, commit records and rollback in docs/services.md.</para>
+/// <para>One instance owns the storage, from construction to dispose (<see cref="SpeculativeLogOptions.ExclusiveStorage"/>):
+/// a second instance on the same log files or commit directory, in this process or another, is refused with a
+/// <see cref="StorageFencedException"/> naming the lock file.</para>
 /// </remarks>
 public sealed class SpeculativeLog : StateObject
 {
     private readonly SpeculativeLogOptions _logOptions;
     private readonly ILogCommitManager _commitManager;
     private readonly FasterLog _log;
+
+    // Exclusive ownership of the log device's files and the commit directory, from construction to dispose.
+    private readonly StorageFence[] _fences;
 
     // Guards every field below, and orders appends: an entry's address and the tail after it are read under it.
     private readonly Lock _lock = new();
@@ -48,6 +54,7 @@ public sealed class SpeculativeLog : StateObject
 
     /// <summary>Opens (and recovers, if the storage holds a commit) the log; call ConnectAsync next.</summary>
     /// <exception cref="ArgumentException">An option is invalid; the message names it.</exception>
+    /// <exception cref="StorageFencedException">Another instance owns the storage (a lock file is held); nothing was read or written.</exception>
     /// <exception cref="InvalidDataException">The newest commit cannot be recovered.</exception>
     public SpeculativeLog(DseOptions options, SpeculativeLogOptions logOptions)
         : base(options)
@@ -55,20 +62,31 @@ public sealed class SpeculativeLog : StateObject
         ArgumentNullException.ThrowIfNull(logOptions);
         logOptions.Validate();
         _logOptions = logOptions;
-        // FASTER's own manager blocks the committing thread (often a pool thread) on its write: wrapped, the pool makes up for it.
-        _commitManager = logOptions.CommitManager ?? new PoolSafeCommitManager(new DeviceLogCommitCheckpointManager(
-            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.GetFullPath(logOptions.CommitDirectory!))));
-        // Recovered explicitly (Recover below), so that a bad commit is an error rather than an empty log.
-        _log = new FasterLog(FasterLogs.Settings(logOptions.LogDevice!, _commitManager, 1L << logOptions.PageSizeBits, 1L << logOptions.MemorySizeBits,
-            1L << logOptions.SegmentSizeBits));
+
+        StorageFence[] fences = [];
+        ILogCommitManager? commitManager = null;
+        FasterLog? log = null;
         try
         {
+            // Owned before anything is read: another instance's commits are either refused or all seen by the recovery.
+            fences = AcquireFences(logOptions);
+
+            // FASTER's own manager blocks the committing thread (often a pool thread) on its write: wrapped, the pool makes up for it.
+            commitManager = logOptions.CommitManager ?? new PoolSafeCommitManager(new DeviceLogCommitCheckpointManager(
+                new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.GetFullPath(logOptions.CommitDirectory!))));
+
+            // Recovered explicitly (Recover below), so that a bad commit is an error rather than an empty log.
+            log = new FasterLog(FasterLogs.Settings(logOptions.LogDevice!, commitManager, 1L << logOptions.PageSizeBits, 1L << logOptions.MemorySizeBits,
+                1L << logOptions.SegmentSizeBits));
+            _fences = fences;
+            _commitManager = commitManager;
+            _log = log;
             _state = Recover();
         }
         catch
         {
-            _log.Dispose();
-            DisposeStorage();
+            log?.Dispose();
+            DisposeStorage(logOptions, commitManager, fences);
             throw;
         }
 
@@ -222,9 +240,15 @@ public sealed class SpeculativeLog : StateObject
     /// <inheritdoc />
     protected override async ValueTask DisposeAsyncCore()
     {
-        await base.DisposeAsyncCore().ConfigureAwait(false);
-        _log.Dispose();
-        DisposeStorage();
+        try
+        {
+            await base.DisposeAsyncCore().ConfigureAwait(false);
+            _log.Dispose();
+        }
+        finally
+        {
+            DisposeStorage(_logOptions, _commitManager, _fences);
+        }
     }
 
     private async ValueTask ScanDurableAsync(long from, long until, int maxEntries, (long From, long Until)[] dropped, List<SpeculativeLogEntry> result, CancellationToken cancellationToken)
@@ -293,17 +317,81 @@ public sealed class SpeculativeLog : StateObject
         return false;
     }
 
-    private void DisposeStorage()
+    /// <summary>
+    /// Closes the commit manager this log created (<paramref name="commitManager"/>; null if none yet) and, when owned, the
+    /// storage, then releases the storage for the next instance.
+    /// </summary>
+    private static void DisposeStorage(SpeculativeLogOptions logOptions, ILogCommitManager? commitManager, StorageFence[] fences)
     {
-        if (_logOptions.CommitManager is null)
+        try
         {
-            _commitManager.Dispose();
+            if (logOptions.CommitManager is null)
+            {
+                commitManager?.Dispose();
+            }
+
+            if (logOptions.OwnsStorage)
+            {
+                logOptions.CommitManager?.Dispose();
+                logOptions.LogDevice!.Dispose();
+            }
+        }
+        finally
+        {
+            // Lock files only: these fences never hold a lease (StorageFence.Acquire takes none).
+            foreach (var fence in fences)
+            {
+                fence.Dispose();
+            }
+        }
+    }
+
+    /// <summary>
+    /// Locks the log device's files and the commit directory (in that order), or nothing when the storage need not be
+    /// exclusive; in-memory devices and a commit manager of the caller's own hold nothing.
+    /// </summary>
+    private StorageFence[] AcquireFences(SpeculativeLogOptions logOptions)
+    {
+        if (!logOptions.ExclusiveStorage)
+        {
+            return [];
         }
 
-        if (_logOptions.OwnsStorage)
+        StorageFence logFence;
+        try
         {
-            _logOptions.CommitManager?.Dispose();
-            _logOptions.LogDevice!.Dispose();
+            logFence = StorageFence.Acquire(logOptions.LogDevice!, Logger);
+        }
+        catch (NotSupportedException e)
+        {
+            throw new ArgumentException(
+                $"SpeculativeLog {Id}: {e.Message} This constructor cannot wait for it. Take it before creating the log and hold it " +
+                $"until the log is disposed, and set {nameof(SpeculativeLogOptions)}.{nameof(SpeculativeLogOptions.ExclusiveStorage)} to false.",
+                nameof(logOptions), e);
+        }
+        catch (StorageFencedException e)
+        {
+            throw new StorageFencedException($"SpeculativeLog {Id} cannot open: {e.Message}", e);
+        }
+
+        if (logOptions.CommitDirectory is null)
+        {
+            return [logFence];
+        }
+
+        try
+        {
+            return [logFence, StorageFence.AcquireDirectory(logOptions.CommitDirectory, Logger)];
+        }
+        catch (StorageFencedException e)
+        {
+            logFence.Dispose();
+            throw new StorageFencedException($"SpeculativeLog {Id} cannot open: {e.Message}", e);
+        }
+        catch
+        {
+            logFence.Dispose();
+            throw;
         }
     }
 

@@ -20,6 +20,18 @@ public sealed class SpeculativeLogOptions
     /// <summary>Whether disposing the log disposes <see cref="LogDevice"/> and <see cref="CommitManager"/>. Default false.</summary>
     public bool OwnsStorage { get; set; }
 
+    /// <summary>
+    /// Whether the log takes exclusive ownership of its storage when it is constructed, before reading anything, and holds
+    /// it until disposed (<see cref="Dse.Storage.StorageFence"/>: a lock file beside the log device's files and one in
+    /// <see cref="CommitDirectory"/>). Default true. A second instance on the same files or directory, in this process or
+    /// another, is refused with a <see cref="Dse.Storage.StorageFencedException"/> naming the lock file and changes
+    /// nothing; the lock dies with the process, even by <c>kill -9</c>. In-memory devices and a <see cref="CommitManager"/>
+    /// of your own hold nothing. A page blob device is refused (its lease is taken asynchronously): take its fence with
+    /// <c>StorageFence.AcquireAsync</c> yourself, hold it while the log is open, and turn this off. Turn off only when
+    /// something else guarantees a single owner.
+    /// </summary>
+    public bool ExclusiveStorage { get; set; } = true;
+
     /// <summary>Log page size in bits; an entry must fit in one page. Default 20 (1 MiB).</summary>
     public int PageSizeBits { get; set; } = 20;
 
