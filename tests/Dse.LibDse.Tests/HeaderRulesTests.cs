@@ -76,6 +76,32 @@ public sealed class HeaderRulesTests
     }
 
     [Fact]
+    public async Task Receive_NearFutureVersionOfAnIdleParticipant_CommitsOnceThatParticipantPersistsUpToIt()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        await TestCluster.SettleAsync(a, b);
+
+        // Within the lead, but a number idle B never reached: A's version depends on B persisting that far.
+        long forged = b.CurrentVersion + 50;
+        Assert.True(await TestCluster.ReceiveAsync(a, DseHeader.FromOrigin(2, 0, forged), 1));
+        long aVersion = a.CurrentVersion;
+        await a.AdvanceVersionAsync();
+        await a.RefreshAsync();
+        Assert.True(a.ClusterView.CommittedVersion(1) < aVersion);
+        Assert.Equal(forged, coordinator.State.Wanted[2]);
+
+        // B follows the coordinator, sees the wanted number and persists up to it; A's version then commits.
+        await b.RefreshAsync();
+        Assert.True(b.CurrentVersion > forged);
+        await a.RefreshAsync();
+        Assert.True(a.ClusterView.CommittedVersion(1) >= aVersion);
+        Assert.True(a.ClusterView.CommittedVersion(2) >= forged);
+        Assert.False(a.ClusterView.Wanted.ContainsKey(2));
+    }
+
+    [Fact]
     public async Task Receive_WorldLineTheCoordinatorNeverDecided_IsRefusedInsteadOfWaiting()
     {
         var coordinator = new ClusterCoordinator();

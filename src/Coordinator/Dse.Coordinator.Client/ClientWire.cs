@@ -78,6 +78,7 @@ internal static class ClientWire
         {
             Incarnation = state.Incarnation,
             IsRecovering = state.IsRecovering,
+            Wanted = state.Wanted.Count == 0 ? ClusterState.NoneWanted : ToDictionary(state.Wanted, target, $"{field}.wanted"),
         };
     }
 

@@ -29,6 +29,12 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     private readonly TimeProvider _time;
     private readonly TimeSpan? _heartbeatTimeout;
     private readonly ITimer? _heartbeatTimer;
+
+    // Wanted versions (ClusterState.Wanted) ride on every published state. A change alone is published after this
+    // delay, batched: most entries are gone by then, because the participant reported that far on its own.
+    private static readonly TimeSpan WantedPublishDelay = TimeSpan.FromMilliseconds(100);
+    private ITimer? _wantedTimer;
+    private int _publishedWanted;
     private readonly long _incarnation;
 
     // Serializes the journaled mutations (registrations, decisions, resyncs, the end of recovery). Taken before _lock,
@@ -454,6 +460,10 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         {
             Publish();
         }
+        else if (_graph.WantedChanges != _publishedWanted)
+        {
+            _wantedTimer ??= _time.CreateTimer(static s => ((ClusterCoordinator)s!).PublishWanted(), this, WantedPublishDelay, Timeout.InfiniteTimeSpan);
+        }
 
         return outcome;
     }
@@ -523,6 +533,13 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         lock (_lock)
         {
             ThrowIfFaulted();
+
+            // An explicit read gets wanted versions at once (a participant refreshing because it waits on one).
+            if (!_recovery.IsRecovering && _graph.WantedChanges != _publishedWanted)
+            {
+                Publish();
+            }
+
             return ValueTask.FromResult(_state);
         }
     }
@@ -657,8 +674,21 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         }
     }
 
-    /// <summary>Stops the heartbeat timer; the state stays readable.</summary>
-    public ValueTask DisposeAsync() => _heartbeatTimer?.DisposeAsync() ?? ValueTask.CompletedTask;
+    /// <summary>Stops the timers (heartbeat sweep, wanted-version publish); the state stays readable.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        ITimer? wanted;
+        lock (_lock)
+        {
+            (wanted, _wantedTimer) = (_wantedTimer, null);
+        }
+
+        wanted?.Dispose();
+        if (_heartbeatTimer is not null)
+        {
+            await _heartbeatTimer.DisposeAsync().ConfigureAwait(false);
+        }
+    }
 
     /// <summary>Throws the documented refusal once the coordinator stopped serving. Under <see cref="Sync"/>.</summary>
     internal void ThrowIfFaulted()
@@ -701,10 +731,12 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     internal void Publish()
     {
         _epoch++;
+        _publishedWanted = _graph.WantedChanges;
         _state = new ClusterState(_epoch, _history.WorldLine, _history.Snapshot(), _graph.CommittedSnapshot())
         {
             Incarnation = _incarnation,
             IsRecovering = _recovery.IsRecovering,
+            Wanted = _graph.WantedSnapshot(),
         };
         var signal = _changed;
         _changed = NewSignal();
@@ -729,6 +761,19 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     }
 
     private void OnHeartbeatTimer() => _ = SweepAsync();
+
+    private void PublishWanted()
+    {
+        lock (_lock)
+        {
+            _wantedTimer?.Dispose();
+            _wantedTimer = null;
+            if (_fault is null && !_recovery.IsRecovering && _graph.WantedChanges != _publishedWanted)
+            {
+                Publish();
+            }
+        }
+    }
 
     private async Task SweepAsync()
     {

@@ -20,6 +20,11 @@ public sealed class DependencyGraph
     // Mirrors every GraphParticipant.Committed at its slot, for the snapshots.
     private readonly CommittedMap.Builder _committed = new();
 
+    // Per participant, the highest version a report depends on above that participant's Latest (see WantedSnapshot);
+    // the snapshot is rebuilt only after a change.
+    private readonly Dictionary<long, long> _wanted = [];
+    private IReadOnlyDictionary<long, long>? _wantedSnapshot;
+
     // The closure between full recomputations; it reads _participants and commits through Commit.
     private readonly IncrementalClosure _closure;
 
@@ -144,6 +149,7 @@ public sealed class DependencyGraph
             deps[i] = report.Dependencies[i];
         }
 
+        NoteWanted(p, deps);
         var node = new GraphNode(p, report.Version, report.WorldLine, deps);
         if (~index < p.Uncommitted.Count)
         {
@@ -160,7 +166,50 @@ public sealed class DependencyGraph
             p.Uncommitted.Add(node);
         }
 
+        ForgetWanted(p, report.Version);
         return ReportOutcome.Accepted;
+    }
+
+    /// <summary>
+    /// Versions that reports depend on beyond what their participant reported, highest per participant: published so
+    /// that a participant persists up to them (<see cref="ClusterState.Wanted"/>). An entry goes once the participant
+    /// reports that far, or with the next rollback decision.
+    /// </summary>
+    public IReadOnlyDictionary<long, long> WantedSnapshot()
+    {
+        if (_wantedSnapshot is null)
+        {
+            _wantedSnapshot = _wanted.Count == 0 ? ClusterState.NoneWanted : new Dictionary<long, long>(_wanted);
+        }
+
+        return _wantedSnapshot;
+    }
+
+    /// <summary>Counts changes of the wanted versions, so that a publisher can tell whether its last state still shows them.</summary>
+    public int WantedChanges { get; private set; }
+
+    private void NoteWanted(GraphParticipant reporter, Dependency[] deps)
+    {
+        foreach (var d in deps)
+        {
+            if (d.ObjectId != reporter.Id && _participants.TryGetValue(d.ObjectId, out var q) && d.Version > q.Latest
+                && d.Version > _wanted.GetValueOrDefault(d.ObjectId))
+            {
+                _wanted[d.ObjectId] = d.Version;
+                _wantedSnapshot = null;
+                WantedChanges++;
+            }
+        }
+    }
+
+    private void ForgetWanted(GraphParticipant reporter, long version)
+    {
+        if (_wanted.TryGetValue(reporter.Id, out long wanted) && version >= wanted)
+        {
+            _wanted.Remove(reporter.Id);
+            _wantedSnapshot = null;
+            WantedChanges++;
+        }
     }
 
     /// <summary>Replaces a restarted participant's uncommitted versions with what its storage reports.</summary>
@@ -297,6 +346,15 @@ public sealed class DependencyGraph
     public void Apply(RollbackDecision decision)
     {
         ArgumentNullException.ThrowIfNull(decision);
+
+        // What was wanted came from reports of lineages the decision may have ended; reports from here on say it again.
+        if (_wanted.Count > 0)
+        {
+            _wanted.Clear();
+            _wantedSnapshot = null;
+            WantedChanges++;
+        }
+
         foreach (var p in _participants.Values)
         {
             long cut = decision.CutFor(p.Id);

@@ -143,6 +143,7 @@ internal static class ServerWire
         }
 
         AddEntries(wire.Committed, state.Committed);
+        AddEntries(wire.Wanted, state.Wanted);
         return wire;
     }
 

@@ -22,6 +22,16 @@ public sealed record ClusterState(long Epoch, long WorldLine, IReadOnlyList<Roll
     /// </summary>
     public bool IsRecovering { get; init; }
 
+    /// <summary>
+    /// Per participant, the highest version another participant's report depends on beyond what that participant
+    /// reported. A participant that has not persisted that far persists up to it, so a dependency on a version it never
+    /// reached (an idle sender's next number, or a number a forged header named) cannot hold the dependent forever.
+    /// </summary>
+    public IReadOnlyDictionary<long, long> Wanted { get; init; } = NoneWanted;
+
+    /// <summary>An empty <see cref="Wanted"/> map, shared.</summary>
+    public static IReadOnlyDictionary<long, long> NoneWanted { get; } = new Dictionary<long, long>();
+
     /// <summary>The committed (recoverable) version of <paramref name="objectId"/>, 0 if none.</summary>
     public long CommittedVersion(long objectId) => Committed.TryGetValue(objectId, out long v) ? v : 0;
 

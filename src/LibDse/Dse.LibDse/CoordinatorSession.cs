@@ -238,6 +238,12 @@ internal sealed class CoordinatorSession
             // A restarted coordinator waits for our answer: resync now rather than at the next report.
             await FlushReportsAsync(cancellationToken).ConfigureAwait(false);
         }
+
+        // Another participant's version depends on a number of ours nothing persisted covers: persist up to it.
+        if (state.Wanted.TryGetValue(_owner.Id, out long wanted) && state.WorldLine == _owner.WorldLine)
+        {
+            await _owner.PersistThroughAsync(wanted, cancellationToken).ConfigureAwait(false);
+        }
     }
 
     /// <summary>

@@ -26,6 +26,9 @@ internal static class HeaderRules
         return true;
     }
 
+    /// <summary>Whether <paramref name="version"/> is within <paramref name="maxLead"/> of the highest committed version.</summary>
+    public static bool IsWithinLead(long version, ClusterState view, long maxLead) => version <= HighestCommitted(view) + maxLead;
+
     /// <summary>The reason a header was refused, or null if it now passes: built only on the refusal path.</summary>
     public static string? Explain(long self, long senderWorldLine, ReadOnlySpan<Dependency> dependencies, ClusterState view, long maxLead)
     {

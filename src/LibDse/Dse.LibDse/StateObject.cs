@@ -48,6 +48,9 @@ public abstract class StateObject : IAsyncDisposable
     // The highest committed version pruned from storage. Written by the writer.
     private long _pruned;
 
+    // The highest version handed to Persist (or found in storage at connect); under _writer.
+    private long _persistedThrough;
+
     /// <summary>Creates the StateObject; call <see cref="ConnectAsync"/> before anything else.</summary>
     /// <exception cref="ArgumentException">The options are invalid; the message names the option.</exception>
     protected StateObject(DseOptions options)
@@ -166,6 +169,7 @@ public abstract class StateObject : IAsyncDisposable
             }
 
             long highest = listed.Count > 0 ? listed[^1].Version : 0;
+            _persistedThrough = highest;
 
             var response = await coordinator.ConnectAsync(new ConnectRequest(Id, reports), cancellationToken).ConfigureAwait(false);
             if (response.MustRetry)
@@ -628,7 +632,8 @@ public abstract class StateObject : IAsyncDisposable
         try
         {
             ThrowIfNotReady();
-            if ((reason == AdvanceReason.CommitOrdering && _version >= target) || (reason == AdvanceReason.Periodic && (Volatile.Read(ref _dirty) == 0 || !CanPersistNow)))
+            if ((reason == AdvanceReason.CommitOrdering && _version >= target) || (reason == AdvanceReason.Periodic && (Volatile.Read(ref _dirty) == 0 || !CanPersistNow))
+                || (reason == AdvanceReason.Wanted && !IsWantedNow(target)))
             {
                 return;
             }
@@ -637,6 +642,11 @@ public abstract class StateObject : IAsyncDisposable
             try
             {
                 AdvanceUnderGate(target);
+                if (reason == AdvanceReason.Wanted && _persistedThrough < target)
+                {
+                    // The current version was below the wanted number: it moved up to it, which is persisted now too.
+                    AdvanceUnderGate(0);
+                }
             }
             finally
             {
@@ -654,6 +664,7 @@ public abstract class StateObject : IAsyncDisposable
         long version = _version;
         var record = new VersionRecord(version, _worldLine, _deps.ToArray());
         _book.Add(record);
+        _persistedThrough = version;
         Volatile.Write(ref _version, Math.Max(version + 1, target));
         _deps = new DependencySet();
         Volatile.Write(ref _dirty, 0);
@@ -732,6 +743,7 @@ public abstract class StateObject : IAsyncDisposable
                     {
                         await RestoreAsync(cut, CancellationToken.None).ConfigureAwait(false);
                         _book.DiscardAbove(cut);
+                        _persistedThrough = Math.Min(_persistedThrough, cut);
 
                         // The current number was used by lost actions' headers: start a fresh one.
                         _version++;
@@ -827,10 +839,22 @@ public abstract class StateObject : IAsyncDisposable
         }
     }
 
+    /// <summary>
+    /// Persists up to <paramref name="wanted"/>, which another participant's reported version depends on
+    /// (<see cref="ClusterState.Wanted"/>), unless a persisted version already covers it or the periodic advance will.
+    /// </summary>
+    internal ValueTask PersistThroughAsync(long wanted, CancellationToken cancellationToken) =>
+        AdvanceCoreAsync(wanted, AdvanceReason.Wanted, cancellationToken);
+
+    /// <summary>Under _writer: nothing persisted covers <paramref name="wanted"/>, no periodic advance will, and it is plausible.</summary>
+    private bool IsWantedNow(long wanted) =>
+        wanted > _persistedThrough && !(_version >= wanted && Volatile.Read(ref _dirty) != 0) && HeaderRules.IsWithinLead(wanted, ClusterView, _options.MaxVersionLead);
+
     private enum AdvanceReason
     {
         Explicit,
         Periodic,
         CommitOrdering,
+        Wanted,
     }
 }

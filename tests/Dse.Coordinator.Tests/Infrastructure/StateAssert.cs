@@ -10,6 +10,7 @@ public static class StateAssert
         Assert.Equal(expected.Incarnation, actual.Incarnation);
         Assert.Equal(expected.IsRecovering, actual.IsRecovering);
         Assert.Equal(Sorted(expected.Committed), Sorted(actual.Committed));
+        Assert.Equal(Sorted(expected.Wanted), Sorted(actual.Wanted));
         Assert.Equal(expected.Decisions.Count, actual.Decisions.Count);
         for (int i = 0; i < expected.Decisions.Count; i++)
         {
