@@ -66,7 +66,7 @@ public abstract class StateObject : IAsyncDisposable
     public long Id => _options.ObjectId;
 
     /// <summary>The runtime's logger, for subclasses.</summary>
-    protected ILogger Logger => _logger;
+    protected internal ILogger Logger => _logger;
 
     /// <summary>The options the StateObject runs with.</summary>
     public DseOptions Options => _options;
@@ -321,7 +321,7 @@ public abstract class StateObject : IAsyncDisposable
         {
             StartActionStatus.Accepted => new ValueTask<bool>(true),
             StartActionStatus.Discard => new ValueTask<bool>(false),
-            _ => StartActionSlowAsync(header, status, cancellationToken),
+            _ => ActionStartWaits.StartAsync(this, header, status, cancellationToken),
         };
     }
 
@@ -339,7 +339,7 @@ public abstract class StateObject : IAsyncDisposable
 
     /// <summary>Starts an action that consumes no message; end it with <see cref="EndAction"/>.</summary>
     public ValueTask StartLocalActionAsync(CancellationToken cancellationToken = default) =>
-        TryStartLocalAction() ? ValueTask.CompletedTask : StartLocalSlowAsync(cancellationToken);
+        TryStartLocalAction() ? ValueTask.CompletedTask : ActionStartWaits.StartLocalAsync(this, cancellationToken);
 
     /// <summary>Ends the current action and returns the header for the messages it produced.</summary>
     public DseHeader EndAction()
@@ -406,7 +406,7 @@ public abstract class StateObject : IAsyncDisposable
         {
             StartActionStatus.Accepted => new ValueTask<bool>(true),
             StartActionStatus.Discard => new ValueTask<bool>(false),
-            _ => StartActionSlowAsync(sthread.CurrentHeader(), status, cancellationToken),
+            _ => ActionStartWaits.StartAsync(this, sthread.CurrentHeader(), status, cancellationToken),
         };
     }
 
@@ -550,64 +550,6 @@ public abstract class StateObject : IAsyncDisposable
         }
     }
 
-    private async ValueTask<bool> StartActionSlowAsync(DseHeader header, StartActionStatus status, CancellationToken cancellationToken)
-    {
-        bool refreshed = false;
-        while (true)
-        {
-            // Accepted means we are inside the gate: return before anything can throw, or the action leaks.
-            switch (status)
-            {
-                case StartActionStatus.Accepted:
-                    return true;
-                case StartActionStatus.Discard:
-                    return false;
-                case StartActionStatus.Blocked:
-                    await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
-                    break;
-                case StartActionStatus.VersionBehind:
-                    await AdvanceVersionToAsync(header.MaxDependencyVersion(), cancellationToken).ConfigureAwait(false);
-                    break;
-                case StartActionStatus.WorldLineBehind:
-                    await RefreshAsync(cancellationToken).ConfigureAwait(false);
-                    var next = NextChange;
-                    if (ClusterView.WorldLine < header.WorldLine)
-                    {
-                        // The coordinator's own state is older than the header: no participant can be on that world-line.
-                        throw HeaderRules.Refuse(this, header, _logger);
-                    }
-
-                    if (WorldLine < header.WorldLine)
-                    {
-                        await next.WaitAsync(cancellationToken).ConfigureAwait(false);
-                    }
-
-                    break;
-                case StartActionStatus.Implausible:
-                    // A participant that connected a moment ago may be missing from a view that is a moment old: look once.
-                    if (refreshed)
-                    {
-                        throw HeaderRules.Refuse(this, header, _logger);
-                    }
-
-                    await RefreshAsync(cancellationToken).ConfigureAwait(false);
-                    refreshed = true;
-                    break;
-            }
-
-            status = TryStartAction(header);
-        }
-    }
-
-    private async ValueTask StartLocalSlowAsync(CancellationToken cancellationToken)
-    {
-        do
-        {
-            await _gate.WaitOpenAsync().WaitAsync(cancellationToken).ConfigureAwait(false);
-        }
-        while (!TryStartLocalAction());
-    }
-
     private async ValueTask<DseHeader> CommitThenReturnAsync(DseHeader header, CancellationToken cancellationToken)
     {
         await PersistAndWaitForCommitAsync(header.Origin.Version, header.WorldLine, cancellationToken).ConfigureAwait(false);
@@ -686,6 +628,9 @@ public abstract class StateObject : IAsyncDisposable
         _book.MarkDurable(record);
         _session.OnDurable();
     }
+
+    /// <summary>Completes when the action gate next opens (after a version advance or rollback).</summary>
+    internal Task GateOpened => _gate.WaitOpenAsync();
 
     /// <summary>The coordinator this object connected to; null before the connect.</summary>
     internal IDseCoordinator? ConnectedCoordinator => _coordinator;
