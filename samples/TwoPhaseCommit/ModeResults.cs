@@ -33,6 +33,9 @@ public sealed class ModeResults
     /// <summary>Transactions the checker examined (those with any record at any participant).</summary>
     public required int CheckedTransactions { get; init; }
 
+    /// <summary>What the participants answered to forged headers (<see cref="TwoPhaseCommitOptions.Forge"/>); empty without.</summary>
+    public IReadOnlyList<ForgedHeaderOutcome> ForgedHeaders { get; init; } = [];
+
     /// <summary>Wall-clock time of the measured load.</summary>
     public required TimeSpan Elapsed { get; init; }
 

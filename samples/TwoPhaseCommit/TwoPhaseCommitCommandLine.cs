@@ -17,6 +17,8 @@ public sealed class TwoPhaseCommitCommandLine
           --mode spec|nonspec|both   which runs (default both)
           --chaos               kill -9 a participant mid-run (speculative run) and restart it; check atomicity
           --seed N              seed of the chaos (default random, printed)
+          --forge               mid-run, send each participant a Begin with each kind of forged DSE header; the
+                                implausible ones must be refused (INVALID_ARGUMENT) and the run must still pass
           --data-dir PATH       keep storage and process logs there (default: a temp folder, deleted)
           --json PATH           write the results and every commit latency sample as JSON (charts/ reads it)
           --quiet               print only the results
@@ -95,6 +97,9 @@ public sealed class TwoPhaseCommitCommandLine
                     break;
                 case "--chaos":
                     options.Chaos = true;
+                    break;
+                case "--forge":
+                    options.Forge = true;
                     break;
                 case "--seed":
                     options.Seed = Int();

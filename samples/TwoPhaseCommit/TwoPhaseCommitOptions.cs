@@ -46,6 +46,13 @@ public sealed class TwoPhaseCommitOptions
     /// </summary>
     public bool Chaos { get; set; }
 
+    /// <summary>
+    /// Whether to send every participant a Begin with each kind of forged DSE header in the middle of each run
+    /// (<see cref="ForgedHeaders"/>): the implausible ones must be refused, and the run must still commit every
+    /// transaction with no atomicity violation. Default false.
+    /// </summary>
+    public bool Forge { get; set; }
+
     /// <summary>The seed of the chaos (which participant, when). Default null: chosen at random and reported.</summary>
     public int? Seed { get; set; }
 

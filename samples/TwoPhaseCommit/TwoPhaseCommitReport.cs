@@ -21,6 +21,17 @@ public static class TwoPhaseCommitReport
             writer.WriteLine($"{indent}  not committed: {string.Join(", ", mode.NotCommittedReasons.OrderByDescending(r => r.Value).Select(r => string.Create(CultureInfo.InvariantCulture, $"{r.Key} x{r.Value}")))}");
         }
 
+        if (mode.ForgedHeaders.Count > 0)
+        {
+            var byKind = mode.ForgedHeaders.GroupBy(f => f.Kind).Select(g => $"{g.Key} {string.Join("/", g.Select(f => f.Actual).Distinct())}");
+            writer.WriteLine($"{indent}  forged headers: {mode.ForgedHeaders.Count(f => f.AsExpected)} of {mode.ForgedHeaders.Count} answered as expected ({string.Join(", ", byKind)})");
+        }
+
+        foreach (var forged in mode.ForgedHeaders.Where(f => !f.AsExpected))
+        {
+            writer.WriteLine($"  FORGED HEADER: {forged.Kind} to participant-{forged.Participant} got {forged.Actual}, expected {forged.Expected}");
+        }
+
         foreach (string violation in mode.Violations)
         {
             writer.WriteLine($"  VIOLATION: {violation}");

@@ -84,6 +84,8 @@ public static class TwoPhaseCommitRun
         int victim = random.Next(cluster.ParticipantAddresses.Count);
         int killAfter = random.Next(Math.Max(1, options.Transactions / 5), Math.Max(2, options.Transactions * 3 / 5));
         Task chaosTask = Task.CompletedTask;
+        Task<IReadOnlyList<ForgedHeaderOutcome>> forgeTask = Task.FromResult<IReadOnlyList<ForgedHeaderOutcome>>([]);
+        int forgeAfter = Math.Max(1, options.Transactions / 2);
         long restartedAt = long.MaxValue;
         int kills = 0;
         int tenth = Math.Max(1, options.Transactions / 10);
@@ -98,6 +100,11 @@ public static class TwoPhaseCommitRun
             if (finished % tenth == 0 && finished < options.Transactions)
             {
                 progress?.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{name}: {finished} transactions done after {Stopwatch.GetElapsedTime(loadStarted).TotalSeconds:F1} s"));
+            }
+
+            if (options.Forge && finished == forgeAfter)
+            {
+                forgeTask = Task.Run(() => ForgedHeaders.SendAsync(load.Participants, cancellationToken), cancellationToken);
             }
 
             if (chaos && finished == killAfter)
@@ -116,6 +123,11 @@ public static class TwoPhaseCommitRun
         progress?.WriteLine($"{name}: running {options.Transactions} transactions from {options.Clients} closed-loop clients");
         var outcome = await load.RunAsync(warmUp + 1, options.Transactions, options.Clients, OnFinished, cancellationToken).ConfigureAwait(false);
         await chaosTask.ConfigureAwait(false);
+        var forged = await forgeTask.ConfigureAwait(false);
+        if (options.Forge)
+        {
+            progress?.WriteLine($"{name}: forged headers: {forged.Count(f => f.AsExpected)} of {forged.Count} answered as the header rules call for");
+        }
 
         // Quiesce: no commit in flight at the committer, then each participant's records as of a barrier (recoverable).
         progress?.WriteLine($"{name}: quiescing and checking atomicity on the participants' logs");
@@ -136,6 +148,7 @@ public static class TwoPhaseCommitRun
             Violations = violations,
             CheckedTransactions = examined,
             Elapsed = outcome.Elapsed,
+            ForgedHeaders = forged,
         };
     }
 

@@ -62,6 +62,33 @@ public class TwoPhaseCommitSampleTests(ITestOutputHelper output)
     }
 
     [Fact]
+    [Trait("Category", "Security")]
+    public async Task RunAsync_ForgedHeadersMidRun_RefusedAndTheRunCommitsEverythingWithoutViolations()
+    {
+        var options = new TwoPhaseCommitOptions { Transactions = 200, Clients = 4, Mode = TwoPhaseCommitMode.Speculative, Forge = true };
+
+        var results = await TwoPhaseCommitRun.RunAsync(options, new TestOutputWriter(output));
+
+        var run = results.Speculative;
+        Assert.NotNull(run);
+        output.WriteLine(Describe(run));
+        foreach (var forged in run.ForgedHeaders)
+        {
+            output.WriteLine($"{forged.Kind} -> participant-{forged.Participant}: {forged.Actual} (expected {forged.Expected})");
+        }
+
+        // Every participant got every kind; each implausible one was refused and the plausible one accepted.
+        Assert.Equal(ForgedHeaders.Kinds.Count * 4, run.ForgedHeaders.Count);
+        Assert.All(run.ForgedHeaders, f => Assert.True(f.AsExpected, $"{f.Kind} to participant-{f.Participant}: {f.Actual}, expected {f.Expected}"));
+
+        // Refusals cost nothing: every transaction committed and the atomicity checks pass.
+        Assert.Empty(run.Violations);
+        Assert.Equal(200, run.Committed);
+        Assert.Equal(0, run.Aborted + run.Failed);
+        Assert.True(results.Passed);
+    }
+
+    [Fact]
     public async Task RunAsync_ParticipantKilledMidRun_AtomicityHoldsAndCommitsResumeAfterRestart()
     {
         const int Seed = 20240607;
