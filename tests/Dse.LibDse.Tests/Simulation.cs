@@ -137,9 +137,13 @@ internal sealed class Simulation
         {
             Barrier();
         }
-        else if (roll < 98)
+        else if (roll < 97)
         {
             await MergeAsync();
+        }
+        else if (roll < 98)
+        {
+            await ForgeAsync();
         }
         else if (_journal is not null && _step < _failuresStopAt && _rng.Next(3) == 0)
         {
@@ -177,6 +181,23 @@ internal sealed class Simulation
         long id = _nextEventId++;
         _events[id] = new Event(id, owner, [.. needs]);
         return id;
+    }
+
+    private async Task ForgeAsync()
+    {
+        var to = PickAlive();
+        if (to is null)
+        {
+            return;
+        }
+
+        if (await SimulationForgery.DeliverAsync(to.Instance!, [.. _nodes.Select(n => n.Id)], _rng, Fail))
+        {
+            to.Instance!.Record(NewEvent(to.Id, []));
+            to.Instance.EndAction();
+        }
+
+        Stats.Forged++;
     }
 
     private async Task SendAsync()
@@ -760,8 +781,11 @@ internal sealed class SimulationStats
 
     public int ConnectRetries { get; set; }
 
+    public int Forged { get; set; }
+
     public void Add(SimulationStats other)
     {
+        Forged += other.Forged;
         CoordinatorCrashes += other.CoordinatorCrashes;
         TornJournalAppends += other.TornJournalAppends;
         ConnectRetries += other.ConnectRetries;
@@ -786,5 +810,5 @@ internal sealed class SimulationStats
         $"sent {Sent}, accepted {Accepted}, discarded {Discarded}, delayed {Delayed}, crashes {Crashes}, restores {Restores}, " +
         $"sthreads {Detached} (merged {Merged}, rolled back {SthreadsRolledBack}, late messages received {SthreadReceives}), barriers passed {BarriersPassed}, events lost {Lost}, torn writes {TornWrites}, " +
         $"messages from lost state {MessagesFromLostState} (discarded on arrival {LostStateMessagesDiscarded}, the rest rolled back with their receiver), " +
-        $"coordinator crashes {CoordinatorCrashes} (in a journal append {TornJournalAppends}), connects told to retry {ConnectRetries}";
+        $"coordinator crashes {CoordinatorCrashes} (in a journal append {TornJournalAppends}), connects told to retry {ConnectRetries}, forged headers {Forged}";
 }
