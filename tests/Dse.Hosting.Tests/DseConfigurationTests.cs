@@ -1,3 +1,4 @@
+using Dse.Storage;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Options;
@@ -61,6 +62,36 @@ public sealed class DseConfigurationTests
         var error = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
 
         Assert.Contains(expected, error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task StartAsync_InterceptorsForAStateObjectTypeNeverAdded_FailsNamingTheTypeAndTheFix()
+    {
+        await using var storage = new CounterStorage();
+        using var host = await TestHost.BuildCounterAsync(storage, TestHost.Config(), dse => dse.AddGrpcInterceptors<SnapshotStateObject>());
+
+        var error = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Contains(
+            "AddGrpcInterceptors<SnapshotStateObject>() intercepts calls on behalf of a StateObject of type SnapshotStateObject, but no StateObject is registered as that type (registered: CounterStateObject (id from Dse:ObjectId))",
+            error.Message,
+            StringComparison.Ordinal);
+        Assert.Contains(".AddStateObject<SnapshotStateObject>(", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task StartAsync_InterceptorsAddedBeforeTheirStateObject_Starts()
+    {
+        await using var storage = new CounterStorage();
+        var log = await storage.OpenAsync();
+        using var host = TestHost.Build(TestHost.Config(), dse => dse
+            .AddGrpcInterceptors<CounterStateObject>()
+            .AddStateObject((_, options) => new CounterStateObject(options, log)));
+
+        await host.StartCounterAsync();
+
+        Assert.NotNull(host.Services.GetRequiredService<DseServerInterceptor<CounterStateObject>>());
+        await host.StopAsync();
     }
 
     [Fact]

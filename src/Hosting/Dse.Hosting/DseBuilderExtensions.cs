@@ -40,7 +40,7 @@ public static class DseBuilderExtensions
             throw new ArgumentOutOfRangeException(nameof(objectId), objectId, "A StateObject's id must be non-negative.");
         }
 
-        var registry = RegistryOf(builder);
+        var registry = DseRegistry.Of(builder);
         int index = registry.StateObjects.Count;
         registry.StateObjects.Add(new DseStateObjectRegistration(typeof(T), objectId, (provider, options) => factory(provider, options)));
 
@@ -124,7 +124,4 @@ public static class DseBuilderExtensions
 
         return builder;
     }
-
-    private static DseRegistry RegistryOf(IDseBuilder builder) => DseRegistry.Find(builder.Services)
-        ?? throw new InvalidOperationException("Call services.AddDse() before registering StateObjects on its builder.");
 }

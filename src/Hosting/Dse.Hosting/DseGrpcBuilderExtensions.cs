@@ -13,14 +13,15 @@ public static class DseGrpcBuilderExtensions
     /// <typeparamref name="TStateObject"/>: each call runs through a <see cref="DseServerInterceptor"/> (see
     /// docs/grpc.md). Also registers a <see cref="DseClientInterceptor"/> singleton for outgoing calls; add it to gRPC
     /// clients with <c>AddGrpcClient&lt;T&gt;(...).AddInterceptor&lt;DseClientInterceptor&gt;()</c> or
-    /// <c>channel.Intercept(...)</c>. Calls that arrive before the StateObject connected fail with UNAVAILABLE.
+    /// <c>channel.Intercept(...)</c>. Calls that arrive before the StateObject connected fail with UNAVAILABLE. The
+    /// host's start fails if no StateObject is registered as <typeparamref name="TStateObject"/>.
     /// </summary>
     /// <returns>The builder.</returns>
     public static IDseBuilder AddGrpcInterceptors<TStateObject>(this IDseBuilder builder)
         where TStateObject : StateObject
     {
         ArgumentNullException.ThrowIfNull(builder);
-        AddCommon<TStateObject>(builder);
+        AddCommon<TStateObject>(builder, $"AddGrpcInterceptors<{typeof(TStateObject).Name}>()");
         builder.Services.AddGrpc(options => options.Interceptors.Add<DseServerInterceptor<TStateObject>>());
         return builder;
     }
@@ -28,7 +29,8 @@ public static class DseGrpcBuilderExtensions
     /// <summary>
     /// Makes the gRPC service <typeparamref name="TService"/> alone speculative on behalf of the StateObject registered
     /// as <typeparamref name="TStateObject"/>; other services of the host stay as they are (for example written in
-    /// manual mode with <see cref="DseManualCall"/>, or on another StateObject).
+    /// manual mode with <see cref="DseManualCall"/>, or on another StateObject). The host's start fails if no
+    /// StateObject is registered as <typeparamref name="TStateObject"/>.
     /// </summary>
     /// <returns>The builder.</returns>
     public static IDseBuilder AddGrpcInterceptors<TService, TStateObject>(this IDseBuilder builder)
@@ -36,14 +38,16 @@ public static class DseGrpcBuilderExtensions
         where TStateObject : StateObject
     {
         ArgumentNullException.ThrowIfNull(builder);
-        AddCommon<TStateObject>(builder);
+        AddCommon<TStateObject>(builder, $"AddGrpcInterceptors<{typeof(TService).Name}, {typeof(TStateObject).Name}>()");
         builder.Services.AddGrpc().AddServiceOptions<TService>(options => options.Interceptors.Add<DseServerInterceptor<TStateObject>>());
         return builder;
     }
 
-    private static void AddCommon<TStateObject>(IDseBuilder builder)
+    private static void AddCommon<TStateObject>(IDseBuilder builder, string registration)
         where TStateObject : StateObject
     {
+        // Checked when the host starts (the StateObject may be registered after this call).
+        DseRegistry.Of(builder).InterceptorOwners.Add((typeof(TStateObject), registration));
         builder.Services.TryAddSingleton<DseClientInterceptor>();
         builder.Services.TryAddSingleton<DseServerInterceptor<TStateObject>>();
     }

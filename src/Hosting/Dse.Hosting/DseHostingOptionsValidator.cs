@@ -1,12 +1,14 @@
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Options;
 
 namespace Dse.Hosting;
 
 /// <summary>
-/// Validates <see cref="DseHostingOptions"/> against the registered StateObjects when the host starts; every message
-/// names the configuration key that is wrong.
+/// Validates <see cref="DseHostingOptions"/> against the registered StateObjects, and the registrations themselves (an
+/// interceptor needs its StateObject), when the host starts; every message names the configuration key or the
+/// registration that is wrong.
 /// </summary>
-internal sealed class DseHostingOptionsValidator(DseRegistry registry) : IValidateOptions<DseHostingOptions>
+internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceProviderIsService services) : IValidateOptions<DseHostingOptions>
 {
     public ValidateOptionsResult Validate(string? name, DseHostingOptions options)
     {
@@ -41,7 +43,23 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry) : IValida
         }
 
         ValidateIds(options, failures);
+        ValidateInterceptorOwners(failures);
         return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+    }
+
+    /// <summary>Every StateObject type an interceptor was added for must resolve, or the first call would fail instead of the start.</summary>
+    private void ValidateInterceptorOwners(List<string> failures)
+    {
+        foreach (var owner in registry.InterceptorOwners)
+        {
+            if (!services.IsService(owner.StateObjectType))
+            {
+                string registered = registry.StateObjects.Count == 0
+                    ? "none is registered"
+                    : $"registered: {string.Join(", ", registry.StateObjects.Select(static r => r.Describe()))}";
+                failures.Add($"{owner.Registration} intercepts calls on behalf of a StateObject of type {owner.StateObjectType.Name}, but no StateObject is registered as that type ({registered}). Add it on the builder AddDse returns: .AddStateObject<{owner.StateObjectType.Name}>((services, options) => new {owner.StateObjectType.Name}(options, ...)), or intercept on behalf of a registered type.");
+            }
+        }
     }
 
     private void ValidateIds(DseHostingOptions options, List<string> failures)
