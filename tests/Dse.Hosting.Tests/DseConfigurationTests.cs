@@ -54,6 +54,8 @@ public sealed class DseConfigurationTests
     [InlineData("Dse:MaxConnectRetryDelay", "00:00:00.001", "Dse:MaxConnectRetryDelay must be between")]
     [InlineData("Dse:Coordinator", "ftp://coordinator:5000", "Dse:Coordinator must be \"in-process\" or the absolute http or https URL")]
     [InlineData("Dse:Coordinator", "coordinator:5000/not a url", "Dse:Coordinator must be")]
+    [InlineData("Dse:ExpectedParticipants:0", "2", "Dse:ExpectedParticipants (2) must include 1, the id of StateObject CounterStateObject (id from Dse:ObjectId)")]
+    [InlineData("Dse:ExpectedParticipants:0", "-3", "Dse:ExpectedParticipants must hold non-negative ids (got -3)")]
     public async Task StartAsync_InvalidOption_FailsNamingTheKey(string key, string value, string expected)
     {
         await using var storage = new CounterStorage();
@@ -62,6 +64,28 @@ public sealed class DseConfigurationTests
         var error = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
 
         Assert.Contains(expected, error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AddDse_ExpectedParticipantsInConfiguration_BoundAndAccepted()
+    {
+        await using var storage = new CounterStorage();
+        using var host = await TestHost.BuildCounterAsync(storage, TestHost.Config(("Dse:ExpectedParticipants:0", "1"), ("Dse:ExpectedParticipants:1", "3")));
+
+        var options = host.Services.GetRequiredService<IOptions<DseHostingOptions>>().Value;
+
+        Assert.Equal([1L, 3L], options.ExpectedParticipants);
+    }
+
+    [Fact]
+    public async Task StartAsync_ExpectedParticipantsWithRemoteCoordinator_FailsNamingTheKey()
+    {
+        await using var storage = new CounterStorage();
+        using var host = await TestHost.BuildCounterAsync(storage, TestHost.Config(("Dse:Coordinator", "http://coordinator:5000"), ("Dse:ExpectedParticipants:0", "1")));
+
+        var error = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Contains("Dse:ExpectedParticipants applies to the in-process coordinator only", error.Message, StringComparison.Ordinal);
     }
 
     [Fact]

@@ -15,12 +15,36 @@ internal static class DseCoordinators
         return address is null ? InProcess(services) : new GrpcCoordinatorClient(address);
     }
 
-    /// <summary>A coordinator in this process; it never removes a silent participant (they share its process).</summary>
+    /// <summary>
+    /// A coordinator in this process; it never removes a silent participant (they share its process). It expects
+    /// <see cref="DseHostingOptions.ExpectedParticipants"/>, by default the registered StateObjects, so that a restart
+    /// after a crash restores a consistent cut instead of each StateObject's latest version.
+    /// </summary>
     public static ClusterCoordinator InProcess(IServiceProvider services) => new(new ClusterCoordinatorOptions
     {
+        ExpectedParticipants = ExpectedParticipants(services),
         LoggerFactory = services.GetService<ILoggerFactory>(),
         TimeProvider = services.GetService<TimeProvider>() ?? TimeProvider.System,
     });
+
+    /// <summary>The ids the in-process coordinator waits for at start; <c>null</c> (none) when nothing is registered.</summary>
+    public static IReadOnlyCollection<long>? ExpectedParticipants(IServiceProvider services)
+    {
+        var options = services.GetRequiredService<IOptions<DseHostingOptions>>().Value;
+        if (options.ExpectedParticipants is { } expected)
+        {
+            return expected;
+        }
+
+        var registry = services.GetRequiredService<DseRegistry>();
+        var ids = new List<long>(registry.StateObjects.Count);
+        foreach (var registration in registry.StateObjects)
+        {
+            ids.Add(registration.EffectiveId(options));
+        }
+
+        return ids.Count == 0 ? null : ids;
+    }
 
     public static string Describe(IDseCoordinator coordinator) => coordinator switch
     {

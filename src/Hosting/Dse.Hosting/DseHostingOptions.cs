@@ -50,6 +50,18 @@ public sealed class DseHostingOptions
     /// </summary>
     public TimeSpan MaxConnectRetryDelay { get; set; } = TimeSpan.FromSeconds(5);
 
+    /// <summary>
+    /// The participants the <c>in-process</c> coordinator expects when the host starts: it answers none of them until
+    /// all have connected and listed their storage, then restores each to the greatest consistent cut over everyone's
+    /// stored versions (<see cref="ClusterCoordinatorOptions.ExpectedParticipants"/>), so that after a crash no
+    /// StateObject resumes from a version that depends on state another one lost. Default <c>null</c>: the ids of the
+    /// StateObjects registered with <c>AddStateObject</c>. When set, it must name every registered StateObject; name
+    /// more ids when other participants of this process connect to the coordinator too. Only valid with the
+    /// <c>in-process</c> coordinator: a coordinator host has its own setting, and a coordinator passed to
+    /// <c>UseCoordinator</c> is configured by whoever built it.
+    /// </summary>
+    public IReadOnlyCollection<long>? ExpectedParticipants { get; set; }
+
     /// <summary>The first pause between connect attempts; doubles up to <see cref="MaxConnectRetryDelay"/>.</summary>
     internal static TimeSpan FirstConnectRetryDelay { get; } = TimeSpan.FromMilliseconds(100);
 

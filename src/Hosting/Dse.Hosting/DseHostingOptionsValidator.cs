@@ -43,8 +43,46 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
         }
 
         ValidateIds(options, failures);
+        ValidateExpectedParticipants(options, failures);
         ValidateInterceptorOwners(failures);
         return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+    }
+
+    private void ValidateExpectedParticipants(DseHostingOptions options, List<string> failures)
+    {
+        if (options.ExpectedParticipants is not { } expected)
+        {
+            return;
+        }
+
+        string key = DseHostingOptions.Key(nameof(DseHostingOptions.ExpectedParticipants));
+        if (!IsInProcess(options))
+        {
+            failures.Add($"{key} applies to the in-process coordinator only (Dse:Coordinator is \"{options.Coordinator}\"); a coordinator host sets its expected participants itself.");
+            return;
+        }
+
+        if (expected.Count == 0)
+        {
+            failures.Add($"{key} must name at least one participant, or be left unset to expect the registered StateObjects.");
+        }
+
+        foreach (long id in expected)
+        {
+            if (id < 0)
+            {
+                failures.Add($"{key} must hold non-negative ids (got {id}).");
+            }
+        }
+
+        foreach (var registration in registry.StateObjects)
+        {
+            long id = registration.EffectiveId(options);
+            if (id >= 0 && !expected.Contains(id))
+            {
+                failures.Add($"{key} ({string.Join(", ", expected)}) must include {id}, the id of StateObject {registration.Describe()}: the coordinator would refuse it.");
+            }
+        }
     }
 
     /// <summary>Every StateObject type an interceptor was added for must resolve, or the first call would fail instead of the start.</summary>
@@ -59,6 +97,18 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
                     : $"registered: {string.Join(", ", registry.StateObjects.Select(static r => r.Describe()))}";
                 failures.Add($"{owner.Registration} intercepts calls on behalf of a StateObject of type {owner.StateObjectType.Name}, but no StateObject is registered as that type ({registered}). Add it on the builder AddDse returns: .AddStateObject<{owner.StateObjectType.Name}>((services, options) => new {owner.StateObjectType.Name}(options, ...)), or intercept on behalf of a registered type.");
             }
+        }
+    }
+
+    private static bool IsInProcess(DseHostingOptions options)
+    {
+        try
+        {
+            return options.ParseCoordinator() is null;
+        }
+        catch (ArgumentException)
+        {
+            return true;   // reported once, by the coordinator's own check
         }
     }
 
