@@ -3,13 +3,16 @@ namespace Dse.Hosting.Tests;
 /// <summary>
 /// An in-process coordinator behind a switch: while closed, connects fail as an unreachable coordinator does
 /// (<see cref="CoordinatorErrorCode.Unavailable"/>); a refusal code makes connects fail for good; reports can be
-/// swallowed so that nothing ever commits.
+/// swallowed so that nothing ever commits, or held back until the test releases them.
 /// </summary>
 internal sealed class GatedCoordinator(ClusterCoordinator inner) : IDseCoordinator
 {
     private readonly TaskCompletionSource _refusedTwice = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private int _refused;
     private volatile bool _open;
+
+    // While set and not completed, reports wait for it before they reach the coordinator.
+    private volatile TaskCompletionSource? _reportsHeld;
 
     public GatedCoordinator()
         : this(new ClusterCoordinator())
@@ -32,6 +35,12 @@ internal sealed class GatedCoordinator(ClusterCoordinator inner) : IDseCoordinat
 
     public void Open() => _open = true;
 
+    /// <summary>Makes reports wait (nothing commits meanwhile) until <see cref="ReleaseReports"/>.</summary>
+    public void HoldReports() => _reportsHeld = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    /// <summary>Lets the held reports, and every later one, through.</summary>
+    public void ReleaseReports() => _reportsHeld?.TrySetResult();
+
     public ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default)
     {
         if (Refusal is { } code)
@@ -52,8 +61,20 @@ internal sealed class GatedCoordinator(ClusterCoordinator inner) : IDseCoordinat
         return Inner.ConnectAsync(request, cancellationToken);
     }
 
-    public ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default) =>
-        SwallowReports ? ValueTask.FromResult(ReportOutcome.Accepted) : Inner.ReportPersistedAsync(objectId, report, cancellationToken);
+    public async ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default)
+    {
+        if (SwallowReports)
+        {
+            return ReportOutcome.Accepted;
+        }
+
+        if (_reportsHeld is { } held)
+        {
+            await held.Task.WaitAsync(cancellationToken);
+        }
+
+        return await Inner.ReportPersistedAsync(objectId, report, cancellationToken);
+    }
 
     public ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default) =>
         Inner.AcknowledgeRollbackAsync(objectId, worldLine, keptThrough, cancellationToken);

@@ -105,10 +105,12 @@ public static class DseBuilderExtensions
     }
 
     /// <summary>
-    /// Adds the health check <c>dse</c> (<see cref="HealthCheckName"/>): Healthy when every StateObject is connected
-    /// and the coordinator answers and is not recovering; Degraded while they connect, while the coordinator does not
-    /// answer or recovers from its restart; Unhealthy when a StateObject faulted or cannot connect at all (the
-    /// description carries its error). Map it with <c>MapHealthChecks</c>; a readiness probe should map Degraded to 503.
+    /// Adds the health check <c>dse</c> (<see cref="HealthCheckName"/>): Healthy when every StateObject is connected and
+    /// commits, and the coordinator answers and is not recovering; Degraded while they connect, while the coordinator
+    /// does not answer or recovers from its restart; Unhealthy when a StateObject faulted, cannot connect at all, or
+    /// cannot commit (a version it persisted has not committed within <see cref="DseHostingOptions.CommitStallTimeout"/>;
+    /// the description carries the error). Map it with <c>MapHealthChecks</c>; a readiness probe should map Degraded
+    /// to 503.
     /// </summary>
     /// <param name="builder">The DSE builder.</param>
     /// <param name="tags">Tags of the check, to filter it in endpoints.</param>

@@ -1,16 +1,20 @@
 namespace Dse.Hosting;
 
 /// <summary>
-/// How one StateObject's connect is going, for readiness and health. Written by its connect loop only; read by
-/// health checks on any thread (each field is published with a volatile write).
+/// How one StateObject's connect is going, for readiness and health, and whether it still commits
+/// (<see cref="CommitWatch"/>). The connect fields are written by its connect loop only and read by health checks on
+/// any thread (each is published with a volatile write).
 /// </summary>
-internal sealed class DseConnection(StateObject stateObject)
+internal sealed class DseConnection(StateObject stateObject, TimeProvider time)
 {
     private int _attempts;
     private Exception? _lastError;
     private Exception? _failure;
 
     public StateObject StateObject { get; } = stateObject;
+
+    /// <summary>Times the StateObject's commits once connected, for health.</summary>
+    public DseCommitWatch CommitWatch { get; } = new(stateObject, time);
 
     /// <summary>Connect attempts made so far.</summary>
     public int Attempts => Volatile.Read(ref _attempts);

@@ -1,13 +1,16 @@
 using Microsoft.Extensions.Diagnostics.HealthChecks;
+using Microsoft.Extensions.Options;
 
 namespace Dse.Hosting;
 
 /// <summary>
-/// The StateObjects' health: Unhealthy when one faulted or cannot connect at all (it must be restarted), Degraded
-/// while they connect, while the coordinator does not answer, or while it recovers from its own restart, Healthy
-/// otherwise. Each probe asks the coordinator for its state (at most <see cref="ProbeTimeout"/>).
+/// The StateObjects' health: Unhealthy when one faulted, cannot connect at all, or cannot commit (a version it
+/// persisted has not committed within <see cref="DseHostingOptions.CommitStallTimeout"/>, see
+/// <see cref="DseCommitWatch"/>): it must be restarted. Degraded while they connect, while the coordinator does not
+/// answer, or while it recovers from its own restart. Healthy otherwise. Each probe asks the coordinator for its state
+/// (at most <see cref="ProbeTimeout"/>).
 /// </summary>
-internal sealed class DseHealthCheck(DseHostedService service, IDseCoordinator coordinator, TimeProvider? timeProvider = null) : IHealthCheck
+internal sealed class DseHealthCheck(DseHostedService service, IDseCoordinator coordinator, IOptions<DseHostingOptions> options, TimeProvider? timeProvider = null) : IHealthCheck
 {
     /// <summary>How long a probe waits for the coordinator before it reports it unreachable.</summary>
     public static readonly TimeSpan ProbeTimeout = TimeSpan.FromSeconds(5);
@@ -57,13 +60,38 @@ internal sealed class DseHealthCheck(DseHostedService service, IDseCoordinator c
         }
         catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
         {
+            PauseCommitWatches(connections);
             return HealthCheckResult.Degraded($"The coordinator {service.CoordinatorName} does not answer: {ex.Message}", ex, data);
         }
 
         data["worldLine"] = state.WorldLine;
         data["epoch"] = state.Epoch;
-        return state.IsRecovering
-            ? HealthCheckResult.Degraded($"The coordinator {service.CoordinatorName} is recovering from its restart: commits wait until every participant resynchronized.", data: data)
+        if (state.IsRecovering)
+        {
+            PauseCommitWatches(connections);
+            return HealthCheckResult.Degraded($"The coordinator {service.CoordinatorName} is recovering from its restart: commits wait until every participant resynchronized.", data: data);
+        }
+
+        // Every watch is checked (and started) on each probe; the first stuck StateObject is the one reported.
+        var threshold = options.Value.CommitStallTimeout;
+        string? stuck = null;
+        foreach (var connection in connections)
+        {
+            string? result = connection.CommitWatch.Check(threshold, service.Stopping);
+            stuck ??= result;
+        }
+
+        return stuck is not null
+            ? HealthCheckResult.Unhealthy(stuck, data: data)
             : HealthCheckResult.Healthy($"{connections.Count} StateObject(s) connected to coordinator {service.CoordinatorName}.", data);
+    }
+
+    /// <summary>The coordinator cannot commit anything now: that time does not count against the StateObjects.</summary>
+    private static void PauseCommitWatches(IReadOnlyList<DseConnection> connections)
+    {
+        foreach (var connection in connections)
+        {
+            connection.CommitWatch.Pause();
+        }
     }
 }

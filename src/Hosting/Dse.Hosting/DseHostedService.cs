@@ -31,6 +31,9 @@ internal sealed class DseHostedService(
     /// <summary>The StateObjects and how their connects are going; <c>null</c> until the host started.</summary>
     public IReadOnlyList<DseConnection>? Connections => _connections;
 
+    /// <summary>Cancelled when the host stops: ends the work health checks start.</summary>
+    public CancellationToken Stopping => _stopping.Token;
+
     /// <summary>The coordinator the StateObjects connect to, as logs name it.</summary>
     public string CoordinatorName => _coordinatorName;
 
@@ -50,7 +53,7 @@ internal sealed class DseHostedService(
         var connections = new DseConnection[all.Count];
         for (int i = 0; i < connections.Length; i++)
         {
-            connections[i] = new DseConnection(all[i]);
+            connections[i] = new DseConnection(all[i], _time);
         }
 
         _connections = connections;

@@ -62,6 +62,15 @@ public sealed class DseHostingOptions
     /// </summary>
     public IReadOnlyCollection<long>? ExpectedParticipants { get; set; }
 
+    /// <summary>
+    /// How long a version may take to commit before the health check reports its StateObject Unhealthy: when a probe
+    /// finds versions that are not committed yet, the StateObject persists its current version and the check times
+    /// how long that version takes to commit. Time while the coordinator does not answer or recovers from its own
+    /// restart does not count. Default 30 s; between 100 ms and 1 hour, or <see cref="Timeout.InfiniteTimeSpan"/> to
+    /// turn the check off.
+    /// </summary>
+    public TimeSpan CommitStallTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
     /// <summary>The first pause between connect attempts; doubles up to <see cref="MaxConnectRetryDelay"/>.</summary>
     internal static TimeSpan FirstConnectRetryDelay { get; } = TimeSpan.FromMilliseconds(100);
 

@@ -32,6 +32,8 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
             failures.Add($"{DseHostingOptions.Key(nameof(DseHostingOptions.MaxConnectRetryDelay))} must be between {DseHostingOptions.FirstConnectRetryDelay.TotalMilliseconds} ms and 10 minutes (got {options.MaxConnectRetryDelay}).");
         }
 
+        ValidateTimeout(options.CommitStallTimeout, nameof(DseHostingOptions.CommitStallTimeout), TimeSpan.FromMilliseconds(100), failures);
+
         // The runtime's own rules for what every StateObject gets; the id is checked per registration below.
         try
         {
@@ -46,6 +48,15 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
         ValidateExpectedParticipants(options, failures);
         ValidateInterceptorOwners(failures);
         return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+    }
+
+    /// <summary>A bound between <paramref name="min"/> and 1 hour, or <see cref="Timeout.InfiniteTimeSpan"/> for none.</summary>
+    private static void ValidateTimeout(TimeSpan value, string name, TimeSpan min, List<string> failures)
+    {
+        if (value != Timeout.InfiniteTimeSpan && (value < min || value > TimeSpan.FromHours(1)))
+        {
+            failures.Add($"{DseHostingOptions.Key(name)} must be between {min.TotalMilliseconds} ms and 1 hour, or -00:00:00.001 for no bound (got {value}).");
+        }
     }
 
     private void ValidateExpectedParticipants(DseHostingOptions options, List<string> failures)
