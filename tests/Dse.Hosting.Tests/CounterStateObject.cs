@@ -19,6 +19,9 @@ internal sealed class CounterStateObject(DseOptions options, SnapshotLog log) : 
         return EndAction().Origin.Version;
     }
 
+    /// <summary>Adds <paramref name="amount"/> inside an action the caller holds (an intercepted call's); returns the new value.</summary>
+    public long AddInAction(long amount) => Interlocked.Add(ref _value, amount);
+
     /// <summary>Increments the counter, persists its version and waits until the version committed; returns the version.</summary>
     public async Task<long> IncrementAndCommitAsync()
     {

@@ -54,6 +54,7 @@ public sealed class DseConfigurationTests
     [InlineData("Dse:MaxConnectRetryDelay", "00:00:00.001", "Dse:MaxConnectRetryDelay must be between")]
     [InlineData("Dse:Coordinator", "ftp://coordinator:5000", "Dse:Coordinator must be \"in-process\" or the absolute http or https URL")]
     [InlineData("Dse:Coordinator", "coordinator:5000/not a url", "Dse:Coordinator must be")]
+    [InlineData("Dse:BarrierTimeout", "00:00:00", "Dse:BarrierTimeout must be between 10 ms and 1 hour, or -00:00:00.001 for no bound")]
     [InlineData("Dse:CommitStallTimeout", "02:00:00", "Dse:CommitStallTimeout must be between 100 ms and 1 hour")]
     [InlineData("Dse:ExpectedParticipants:0", "2", "Dse:ExpectedParticipants (2) must include 1, the id of StateObject CounterStateObject (id from Dse:ObjectId)")]
     [InlineData("Dse:ExpectedParticipants:0", "-3", "Dse:ExpectedParticipants must hold non-negative ids (got -3)")]
@@ -76,6 +77,7 @@ public sealed class DseConfigurationTests
         var options = host.Services.GetRequiredService<IOptions<DseHostingOptions>>().Value;
 
         Assert.Equal([1L, 3L], options.ExpectedParticipants);
+        Assert.Equal(TimeSpan.FromSeconds(30), options.BarrierTimeout);
         Assert.Equal(TimeSpan.FromSeconds(30), options.CommitStallTimeout);
     }
 

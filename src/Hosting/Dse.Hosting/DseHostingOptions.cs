@@ -63,6 +63,14 @@ public sealed class DseHostingOptions
     public IReadOnlyCollection<long>? ExpectedParticipants { get; set; }
 
     /// <summary>
+    /// How long the reply of an intercepted gRPC call may wait at its barrier (for everything the call observed to
+    /// become recoverable) once the handler has returned. A reply still waiting then fails with DEADLINE_EXCEEDED and a
+    /// message naming the versions it waited for and why they have not committed. Default 30 s; between 10 ms and
+    /// 1 hour, or <see cref="Timeout.InfiniteTimeSpan"/> (<c>-00:00:00.001</c>) to wait without bound.
+    /// </summary>
+    public TimeSpan BarrierTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
     /// How long a version may take to commit before the health check reports its StateObject Unhealthy: when a probe
     /// finds versions that are not committed yet, the StateObject persists its current version and the check times
     /// how long that version takes to commit. Time while the coordinator does not answer or recovers from its own

@@ -32,6 +32,7 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
             failures.Add($"{DseHostingOptions.Key(nameof(DseHostingOptions.MaxConnectRetryDelay))} must be between {DseHostingOptions.FirstConnectRetryDelay.TotalMilliseconds} ms and 10 minutes (got {options.MaxConnectRetryDelay}).");
         }
 
+        ValidateTimeout(options.BarrierTimeout, nameof(DseHostingOptions.BarrierTimeout), TimeSpan.FromMilliseconds(10), failures);
         ValidateTimeout(options.CommitStallTimeout, nameof(DseHostingOptions.CommitStallTimeout), TimeSpan.FromMilliseconds(100), failures);
 
         // The runtime's own rules for what every StateObject gets; the id is checked per registration below.
