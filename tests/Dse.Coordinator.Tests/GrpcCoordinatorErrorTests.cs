@@ -1,5 +1,6 @@
 using Dse.Coordinator.Client;
 using Dse.Coordinator.Tests.Infrastructure;
+using Dse.Testing;
 using Google.Protobuf;
 using Grpc.Core;
 using Grpc.Net.Client;
@@ -241,7 +242,8 @@ public sealed class GrpcCoordinatorErrorTests
 
         Assert.Equal(StatusCode.InvalidArgument, error.StatusCode);
         Assert.Equal(nameof(CoordinatorErrorCode.InvalidRequest), error.Trailers.GetValue(GrpcCoordinatorClient.ErrorCodeTrailer));
-        Assert.StartsWith($"The request is not a valid dse.coordinator.v1.{method}Request message", error.Status.Detail, StringComparison.Ordinal);
+        Assert.StartsWith($"/dse.coordinator.v1.Coordinator/{method}: the request is not a valid {method}Request message: ", error.Status.Detail, StringComparison.Ordinal);
+        BadInputLogging.AssertNone(server.Logs);
         await AssertUnchangedAsync(server, before);
     }
 

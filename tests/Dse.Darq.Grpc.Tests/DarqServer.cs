@@ -71,6 +71,7 @@ internal sealed class DarqServer : IAsyncDisposable
             map ?? (app => app.MapDarqService()),
             services =>
             {
+                BadInputLogging.Capture(services);
                 services.AddSingleton<IDarqResolver>(registry);
                 configureServices?.Invoke(services);
             },

@@ -18,6 +18,9 @@ public sealed class ServicesServer : IAsyncDisposable
         _server = server;
     }
 
+    /// <summary>What the server logged (Dse categories from Debug, gRPC's server events from Information, everything else from Warning).</summary>
+    public LogCapture Logs => _server.Logs;
+
     /// <summary>A channel without DSE: calls from a non-speculative client.</summary>
     public GrpcChannel Channel => _server.Channel;
 
@@ -59,7 +62,11 @@ public sealed class ServicesServer : IAsyncDisposable
         }, app => app.MapSpeculativeLog());
 
     private static async Task<ServicesServer> StartAsync(Action<IServiceCollection> configure, Action<WebApplication> map) =>
-        new(await LoopbackGrpcServer.StartAsync(map, configure));
+        new(await LoopbackGrpcServer.StartAsync(map, services =>
+        {
+            BadInputLogging.Capture(services);
+            configure(services);
+        }));
 
     public ValueTask DisposeAsync() => _server.DisposeAsync();
 }

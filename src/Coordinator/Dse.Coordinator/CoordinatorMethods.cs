@@ -1,3 +1,4 @@
+using Dse.Grpc;
 using Google.Protobuf;
 using Google.Protobuf.Reflection;
 using Grpc.Core;
@@ -8,7 +9,8 @@ namespace Dse.Coordinator;
 /// <summary>
 /// The methods of service <c>dse.coordinator.v1.Coordinator</c>, each checked against the proto's descriptor. Their
 /// request marshallers answer bytes that do not parse as the request message with INVALID_ARGUMENT and the
-/// <c>dse-error-code</c> trailer, where the generated ones would end the call with UNKNOWN.
+/// <c>dse-error-code</c> trailer (<see cref="DseRequestParsing"/>, as every service of the repository does), where
+/// unchecked ones would end the call with UNKNOWN.
 /// </summary>
 internal static class CoordinatorMethods
 {
@@ -67,10 +69,12 @@ internal static class CoordinatorMethods
 
         var requestParser = new MessageParser<TRequest>(static () => new TRequest());
         var responseParser = new MessageParser<TResponse>(static () => new TResponse());
-        string requestType = method.InputType.FullName;
-        var request = Marshallers.Create<TRequest>(Serialize, context => Deserialize(context, requestParser, requestType));
+        var request = Marshallers.Create<TRequest>(Serialize, context => requestParser.ParseFrom(context.PayloadAsReadOnlySequence()));
         var response = Marshallers.Create<TResponse>(Serialize, context => responseParser.ParseFrom(context.PayloadAsReadOnlySequence()));
-        return new Method<TRequest, TResponse>(MethodType.Unary, Service.FullName, name, request, response);
+
+        // Refused before the handler runs: the coordinator never sees the request.
+        return DseRequestParsing.RefuseUnparseable(new Method<TRequest, TResponse>(MethodType.Unary, Service.FullName, name, request, response),
+            trailers: new Metadata { { ErrorCodeTrailer, nameof(CoordinatorErrorCode.InvalidRequest) } });
     }
 
     private static void Serialize<T>(T message, SerializationContext context)
@@ -79,19 +83,5 @@ internal static class CoordinatorMethods
         context.SetPayloadLength(message.CalculateSize());
         message.WriteTo(context.GetBufferWriter());
         context.Complete();
-    }
-
-    private static T Deserialize<T>(DeserializationContext context, MessageParser<T> parser, string typeName)
-        where T : IMessage<T>
-    {
-        try
-        {
-            return parser.ParseFrom(context.PayloadAsReadOnlySequence());
-        }
-        catch (InvalidProtocolBufferException ex)
-        {
-            // Thrown before the handler runs: the coordinator never sees the request.
-            throw Refusal(CoordinatorErrorCode.InvalidRequest, $"The request is not a valid {typeName} message: {ex.Message}");
-        }
     }
 }

@@ -14,6 +14,7 @@ namespace Dse.Darq.Grpc;
 /// (protos/dse/darq/v1/darq.proto lists the codes). Map it with <c>endpoints.MapDarqService()</c>. The operator calls
 /// (parked deliveries) answer only when <see cref="DarqGrpcServiceOptions.EnableOperatorCalls"/> is on.
 /// </summary>
+[BindServiceMethod(typeof(DarqServiceBinding), nameof(DarqServiceBinding.Bind))]
 public sealed class DarqGrpcService : DarqService.DarqServiceBase
 {
     private readonly IDarqResolver _resolver;

@@ -20,6 +20,7 @@ namespace Dse.Services.Grpc;
 /// interceptor does) would need a merge before the operation, which is what the interceptor's context provides.</para>
 /// <para>On the common path nothing suspends: the start, the operation and the end all complete synchronously.</para>
 /// </remarks>
+[BindServiceMethod(typeof(ServiceBindings), nameof(ServiceBindings.BindKeyValueService))]
 public sealed class ManualSpeculativeKvService : KeyValueService.KeyValueServiceBase
 {
     private readonly SpeculativeKv _kv;

@@ -12,6 +12,7 @@ namespace Dse.Services.Grpc;
 /// Without the interceptor the store's operations would run outside any action, which the store forbids; use
 /// <see cref="ManualSpeculativeKvService"/> to host without it. Errors: see <c>protos/dse/services/v1/kv.proto</c>.
 /// </remarks>
+[BindServiceMethod(typeof(ServiceBindings), nameof(ServiceBindings.BindKeyValueService))]
 public sealed class SpeculativeKvService : KeyValueService.KeyValueServiceBase
 {
     private readonly SpeculativeKv _kv;

@@ -13,6 +13,7 @@ namespace Dse.Services.Grpc;
 /// truncated or is at or beyond the tail, NOT_FOUND for an LSN where no entry starts (rolled back or not an entry start).
 /// Awaits keep the caller's context: under the interceptor, code after an await runs merged back into an action.
 /// </remarks>
+[BindServiceMethod(typeof(ServiceBindings), nameof(ServiceBindings.BindLogService))]
 public sealed class SpeculativeLogService : LogService.LogServiceBase
 {
     /// <summary>The most entries one Scan returns, whatever it asks for.</summary>

@@ -28,7 +28,7 @@ public sealed class CoordinatorTestServer : IAsyncDisposable
     /// <summary>A channel for raw calls (health, hand-made messages).</summary>
     public GrpcChannel Channel => _server.Channel;
 
-    /// <summary>What the coordinator service logged (its own events from Debug on).</summary>
+    /// <summary>What the coordinator service logged (its own events from Debug on, gRPC's server events from Information).</summary>
     public LogCapture Logs => _server.Logs;
 
     public CoordinatorServer Server => _server.Services.GetRequiredService<CoordinatorServer>();
@@ -46,7 +46,7 @@ public sealed class CoordinatorTestServer : IAsyncDisposable
                 app.MapDseCoordinator();
                 app.MapDseCoordinatorHealth();
             },
-            services => services.AddDseCoordinator(_ => createLog(), options =>
+            services => BadInputLogging.Capture(services).AddDseCoordinator(_ => createLog(), options =>
             {
                 // No participant is removed behind a test's back unless the test asks for it.
                 options.HeartbeatTimeout = null;
