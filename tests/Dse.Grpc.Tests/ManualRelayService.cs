@@ -8,9 +8,11 @@ public sealed class ManualRelayService(RelayNode node) : Relay.RelayBase
 {
     public override async Task<AddReply> Add(AddRequest request, ServerCallContext context)
     {
-        node.Record(context);
         var counter = node.Counter;
         bool speculativeCaller = await DseManualCall.StartActionAsync(counter, context);
+
+        // Recorded once the call is accepted, as the interceptor's handler records it: a refused call records nothing.
+        node.Record(context);
         long total = counter.Add(request.Amount);
         long version = counter.CurrentVersion;
         await DseManualCall.EndActionAsync(counter, context, speculativeCaller);

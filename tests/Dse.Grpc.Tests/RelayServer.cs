@@ -22,6 +22,9 @@ public sealed class RelayServer : IAsyncDisposable
 
     public Uri Address => _server.Address;
 
+    /// <summary>What the server logged (Dse categories from Debug, gRPC's server events from Information, everything else from Warning).</summary>
+    public LogCapture Logs => _server.Logs;
+
     /// <summary>A channel without DSE: calls from a non-speculative client.</summary>
     public GrpcChannel Channel => _server.Channel;
 
@@ -46,6 +49,7 @@ public sealed class RelayServer : IAsyncDisposable
             },
             services =>
             {
+                BadInputLogging.Capture(services);
                 services.AddSingleton(node);
 
                 // Resolved per call, so a restarted node (a new StateObject) is picked up by the next call.

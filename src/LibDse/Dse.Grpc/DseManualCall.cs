@@ -13,17 +13,23 @@ public static class DseManualCall
     /// Starts an action on <paramref name="owner"/> consuming the caller's header and returns whether the caller is
     /// speculative (sent a header); pass that to <see cref="EndActionAsync"/>.
     /// </summary>
-    /// <exception cref="RpcException">INVALID_ARGUMENT for a malformed header; ABORTED when the request came from
+    /// <exception cref="RpcException">INVALID_ARGUMENT for a malformed header (bytes that do not parse, two header
+    /// entries, or a header the StateObject's header rules refuse); ABORTED when the request came from
     /// rolled-back state and was discarded; UNAVAILABLE when the StateObject cannot serve.</exception>
     public static async ValueTask<bool> StartActionAsync(StateObject owner, ServerCallContext context)
     {
         ArgumentNullException.ThrowIfNull(owner);
         ArgumentNullException.ThrowIfNull(context);
-        bool speculativeCaller = DseMetadata.TryGetRequestHeader(context.RequestHeaders, out var header);
+        bool speculativeCaller = DseMetadata.TryGetRequestHeader(context, out var header);
         bool started;
         try
         {
             started = await owner.StartActionAsync(header, context.CancellationToken).ConfigureAwait(false);
+        }
+        catch (DseHeaderFormatException ex)
+        {
+            // A header that parsed but that the StateObject refuses (it breaks its header rules) is bad input too.
+            throw DseRpcErrors.MalformedHeader(ex);
         }
         catch (Exception ex) when (ex is not OperationCanceledException)
         {

@@ -63,8 +63,32 @@ public static class DseMetadata
         }
         catch (DseHeaderFormatException ex)
         {
-            throw new RpcException(new Status(StatusCode.InvalidArgument, $"Malformed DSE header in '{HeaderKey}': {ex.Message}"));
+            throw DseRpcErrors.MalformedHeader(ex);
         }
+    }
+
+    /// <summary>
+    /// Reads the DSE header of a call's request like <see cref="TryGetRequestHeader(Metadata?, out DseHeader)"/>; request
+    /// metadata the server cannot decode is INVALID_ARGUMENT too.
+    /// </summary>
+    /// <exception cref="RpcException">INVALID_ARGUMENT: the header, or a binary entry of the metadata, is malformed.</exception>
+    public static bool TryGetRequestHeader(ServerCallContext context, out DseHeader header)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        Metadata metadata;
+        try
+        {
+            metadata = context.RequestHeaders;
+        }
+        catch (FormatException ex)
+        {
+            // grpc-dotnet decodes binary entries when the metadata is first read. HTTP/2 joins repeated header fields with
+            // a comma, so two DSE headers arrive as one value that is not base64.
+            throw new RpcException(new Status(StatusCode.InvalidArgument,
+                $"Malformed request metadata: a binary ('-bin') entry is not valid base64 ({ex.Message}); a call carries one '{HeaderKey}' entry, and two arrive joined by a comma."));
+        }
+
+        return TryGetRequestHeader(metadata, out header);
     }
 
     /// <summary>A copy of <paramref name="metadata"/> without its DSE header.</summary>

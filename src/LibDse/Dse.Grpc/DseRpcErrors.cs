@@ -14,6 +14,10 @@ internal static class DseRpcErrors
     public static RpcException ReplyDiscarded(long worldLine, string method) =>
         RolledBack(worldLine, $"The reply from {method} came from state that was rolled back by a failure; it was discarded.");
 
+    /// <summary>INVALID_ARGUMENT: the caller's DSE header does not parse, or breaks the receiver's rules; the message says how.</summary>
+    public static RpcException MalformedHeader(DseHeaderFormatException error) =>
+        new(new Status(StatusCode.InvalidArgument, $"Malformed DSE header in '{DseMetadata.HeaderKey}': {error.Message}"));
+
     /// <summary>Maps what a DSE call can fail with to a status; other exceptions are returned unchanged.</summary>
     public static Exception Map(Exception error, StateObject owner, string method) => error switch
     {
