@@ -124,5 +124,38 @@ public sealed class LogServiceTests : IAsyncLifetime
         }
     }
 
+    /// <summary>
+    /// A durable log is read record by record from the scan's start: a start inside an entry is a bad argument, answered
+    /// as Read answers it (NOT_FOUND), not as corruption (DATA_LOSS).
+    /// </summary>
+    [Theory]
+    [InlineData(1)]
+    [InlineData(4)]
+    [InlineData(9)]
+    public async Task Scan_FromInsideADurableEntry_NotFoundAsReadAnswers(int offset)
+    {
+        var client = await _cluster.OpenClientAsync(1);
+        var log = await _cluster.OpenLogAsync(2);
+        var server = await _cluster.ServeLogAsync(log);
+        using (DseCall.Use(await client.NewSthreadAsync()))
+        {
+            var api = server.DseLog();
+            var lsns = (await api.AppendAsync(new AppendRequest { Entries = { B("the first entry, long enough"), B("the second entry") } })).Lsns;
+            await ServicesCluster.CommitAsync(client);
+            await ServicesCluster.CommitAsync(log);
+            long inside = lsns[0] + offset;
+            Assert.True(inside < lsns[1]);
+
+            var read = await Assert.ThrowsAsync<RpcException>(() => api.ReadAsync(new ReadRequest { Lsn = inside }).ResponseAsync);
+            var scan = await Assert.ThrowsAsync<RpcException>(() => api.ScanAsync(new ScanRequest { FromLsn = inside, MaxEntries = 10 }).ResponseAsync);
+
+            Assert.Equal(StatusCode.NotFound, read.StatusCode);
+            Assert.Equal(StatusCode.NotFound, scan.StatusCode);
+            Assert.Contains($"'from_lsn' {inside} is not the start of an entry", scan.Status.Detail, StringComparison.Ordinal);
+            Assert.Equal(2, (await api.ScanAsync(new ScanRequest { FromLsn = lsns[0], MaxEntries = 10 })).Entries.Count);
+            Assert.Equal("the second entry", Assert.Single((await api.ScanAsync(new ScanRequest { FromLsn = lsns[1], MaxEntries = 10 })).Entries).Data.ToStringUtf8());
+        }
+    }
+
     private static ByteString B(string s) => ByteString.CopyFromUtf8(s);
 }

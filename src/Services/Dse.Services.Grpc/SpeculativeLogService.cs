@@ -123,6 +123,14 @@ public sealed class SpeculativeLogService : LogService.LogServiceBase
         }
         catch (InvalidDataException ex)
         {
+            // The durable log is read record by record from from_lsn: a scan started inside an entry fails at its first
+            // record. That is a bad argument, answered as Read answers it; a failure further on is corruption.
+            if (await NotAnEntryStartAsync(request.FromLsn, context.CancellationToken) is { } notAStart)
+            {
+                throw new RpcException(new Status(StatusCode.NotFound,
+                    $"{context.Method}: 'from_lsn' {request.FromLsn} is not the start of an entry ({notAStart}); scan from 0, or from an LSN or next_lsn returned before."));
+            }
+
             throw new RpcException(new Status(StatusCode.DataLoss, $"{context.Method}: {ex.Message}"));
         }
         catch (Exception ex) when (ServiceErrors.Map(ex, _log, context.Method) is { } status)
@@ -145,5 +153,34 @@ public sealed class SpeculativeLogService : LogService.LogServiceBase
         }
 
         return reply;
+    }
+
+    /// <summary>
+    /// Why no record starts at <paramref name="lsn"/>, or <see langword="null"/> when one does (an entry, a commit record
+    /// or rollback marker a <c>next_lsn</c> may point at) or when the scan starts at the log's begin instead. Called only
+    /// after a scan failed, so a well-formed scan never pays for the extra read.
+    /// </summary>
+    private async ValueTask<string?> NotAnEntryStartAsync(long lsn, CancellationToken cancellationToken)
+    {
+        if (lsn <= _log.BeginLsn)
+        {
+            return null;
+        }
+
+        try
+        {
+            // Awaited on the call's context: under the interceptor the read runs in an action, as a scan does.
+            await _log.ReadAsync(lsn, cancellationToken);
+            return null;
+        }
+        catch (InvalidDataException ex)
+        {
+            return ex.Message;
+        }
+        catch (ArgumentOutOfRangeException)
+        {
+            // Not a user entry, but Read found a record there (or cannot tell: rolled back, truncated meanwhile).
+            return null;
+        }
     }
 }
