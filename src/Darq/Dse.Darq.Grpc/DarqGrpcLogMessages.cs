@@ -23,8 +23,8 @@ internal static partial class DarqGrpcLogMessages
     public static partial void Failed(ILogger logger, Exception exception, string method);
 
     [LoggerMessage(EventId = 4104, Level = LogLevel.Information,
-        Message = "DARQ '{Darq}' restarted since remote processor incarnation {Incarnation} registered: its WaitForCommit of address {Address} is refused (the address may be of a lost step).")]
-    public static partial void RestartedSinceRegistration(ILogger logger, string darq, long incarnation, long address);
+        Message = "DARQ '{Darq}' was reopened since address {Address} was handed out: a WaitForCommit for instance {Instance} (processor incarnation {Incarnation}, 0 for a delivery) is refused, the DARQ being instance {CurrentInstance} now (the address may be of a lost step or batch).")]
+    public static partial void RestartedSinceRegistration(ILogger logger, string darq, long address, long instance, long currentInstance, long incarnation);
 
     [LoggerMessage(EventId = 4110, Level = LogLevel.Warning,
         Message = "Remote producer {ProducerId} of DARQ '{Darq}': enqueue of sequence number {SequenceNumber} failed with {Status} (attempt {Attempt}); resending in {DelayMs} ms.")]

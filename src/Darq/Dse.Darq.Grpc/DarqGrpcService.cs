@@ -267,13 +267,14 @@ public sealed class DarqGrpcService : DarqService.DarqServiceBase
                 throw call.Refuse(DarqRpcErrors.InvalidArgument(call.Method, $"address is {request.Address}; a log address is never negative."));
             }
 
-            if (request.Instance != 0 && request.Instance != InstanceOf(darq))
+            long instance = InstanceOf(darq);
+            if (request.Instance != 0 && request.Instance != instance)
             {
                 // Reopened since the processor registered (or the batch was appended): the address may be of something the
                 // restart lost, and a commit of whatever now lies there must not acknowledge it. Steps of that processor
                 // are refused the same way.
-                DarqGrpcLogMessages.RestartedSinceRegistration(call.Service._logger, darq.Name, request.Incarnation, request.Address);
-                throw call.Refuse(DarqRpcErrors.ToRpcException(new DarqStaleIncarnationException(darq.Name, request.Incarnation, darq.Incarnation), call.Method, darq.Name)!);
+                DarqGrpcLogMessages.RestartedSinceRegistration(call.Service._logger, darq.Name, request.Address, request.Instance, instance, request.Incarnation);
+                throw call.Refuse(DarqRpcErrors.InstanceGone(call.Method, darq.Name, request.Address, request.Instance, instance, request.Incarnation, darq.Incarnation));
             }
 
             if (request.Address > darq.TailAddress)

@@ -254,6 +254,28 @@ public static class DarqRpcErrors
         _ => false,
     };
 
+    /// <summary>
+    /// FAILED_PRECONDITION (<see cref="StaleIncarnation"/>, so a client rethrows <see cref="DarqStaleIncarnationException"/>):
+    /// a WaitForCommit names an instance the DARQ is not any more; the message says which was sent and which is current.
+    /// </summary>
+    internal static RpcException InstanceGone(string method, string darq, long address, long instance, long currentInstance, long incarnation, long currentIncarnation)
+    {
+        string next = incarnation != 0
+            ? $"processor incarnation {incarnation} must register again (the DARQ's current incarnation is {currentIncarnation}) and see in the replay what the log holds."
+            : "resend from the first message not acknowledged.";
+        return new RpcException(
+            new Status(StatusCode.FailedPrecondition,
+                $"{method}: address {address} came from instance {instance} of DARQ '{darq}', which is instance {currentInstance} now: it was reopened since, and " +
+                $"the address may be of a step or batch the restart lost, so its commit is not acknowledged; {next}"),
+            new Metadata
+            {
+                { ErrorKey, StaleIncarnation },
+                { DarqKey, darq },
+                { IncarnationKey, incarnation.ToString(CultureInfo.InvariantCulture) },
+                { CurrentIncarnationKey, currentIncarnation.ToString(CultureInfo.InvariantCulture) },
+            });
+    }
+
     /// <summary>UNAVAILABLE (<see cref="InstanceChanged"/>): the DARQ restarted since the source's previous append-only batch.</summary>
     internal static RpcException InstanceChangedSince(string method, string darq, long expected) => new(
         new Status(StatusCode.Unavailable,
