@@ -1,5 +1,8 @@
+using System.Collections.Concurrent;
 using Grpc.Core;
 using Grpc.Core.Interceptors;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
 
 namespace Dse.Grpc;
 
@@ -13,10 +16,31 @@ namespace Dse.Grpc;
 /// <remarks>
 /// Streaming calls carry the header of the moment they start, are not delayed in non-speculative mode, and do not
 /// receive a reply header (an intercepted server releases every streamed message after a barrier). Blocking calls are
-/// refused inside a DSE context, because they would hold the action while they wait.
+/// refused inside a DSE context, because they would hold the action while they wait. A unary reply to a call that sent a
+/// header, that comes back with neither a header nor the <see cref="DseMetadata.BarrierKey"/> trailer, comes from a
+/// server without DSE: the interceptor logs a warning once per method and counts every such reply
+/// (<c>dse.grpc.replies.without_header</c>).
 /// </remarks>
 public sealed class DseClientInterceptor : Interceptor
 {
+    private readonly ILogger _logger;
+
+    // The methods warned about already: the warning is logged once per method, the metric counts every reply.
+    private readonly ConcurrentDictionary<string, byte> _warned = new(StringComparer.Ordinal);
+
+    /// <summary>An interceptor that logs nothing (replies without a header are still counted).</summary>
+    public DseClientInterceptor()
+        : this(NullLogger<DseClientInterceptor>.Instance)
+    {
+    }
+
+    /// <summary>An interceptor that logs a warning, once per method, for replies from servers without DSE.</summary>
+    public DseClientInterceptor(ILogger<DseClientInterceptor> logger)
+    {
+        ArgumentNullException.ThrowIfNull(logger);
+        _logger = logger;
+    }
+
     /// <inheritdoc />
     public override AsyncUnaryCall<TResponse> AsyncUnaryCall<TRequest, TResponse>(TRequest request, ClientInterceptorContext<TRequest, TResponse> context, AsyncUnaryCallContinuation<TRequest, TResponse> continuation)
     {
@@ -24,7 +48,7 @@ public sealed class DseClientInterceptor : Interceptor
         var origin = DseOrigin.Capture(context.Method.FullName);
         return origin.Kind == DseOriginKind.None
             ? continuation(request, context)
-            : new DseUnaryCall<TRequest, TResponse>(request, context, continuation, origin).Call;
+            : new DseUnaryCall<TRequest, TResponse>(request, context, continuation, origin, this).Call;
     }
 
     /// <inheritdoc />
@@ -58,5 +82,19 @@ public sealed class DseClientInterceptor : Interceptor
     {
         ArgumentNullException.ThrowIfNull(continuation);
         return continuation(DseOrigin.Capture(context.Method.FullName).AddTo(context));
+    }
+
+    /// <summary>A successful reply to a call that sent a header came back without one or the barrier trailer.</summary>
+    internal void ReplyWithoutHeader(string method)
+    {
+        if (DseGrpcInstrumentation.RepliesWithoutHeader.Enabled)
+        {
+            DseGrpcInstrumentation.RepliesWithoutHeader.Add(1, new KeyValuePair<string, object?>("method", method));
+        }
+
+        if (_warned.TryAdd(method, 0))
+        {
+            DseGrpcLogMessages.ReplyWithoutHeader(_logger, method);
+        }
     }
 }

@@ -18,6 +18,14 @@ public static class DseMetadata
     public const string RolledBackKey = "dse-rolled-back";
 
     /// <summary>
+    /// The trailer a DSE server adds to a reply to a speculative caller that it released after a barrier (it runs
+    /// non-speculatively): the reply carries no header because everything it depends on is recoverable. Its value is
+    /// <c>1</c>. A reply to a call that sent a header, with neither this trailer nor a header, comes from a server without
+    /// DSE.
+    /// </summary>
+    public const string BarrierKey = "dse-barrier";
+
+    /// <summary>
     /// Reads the DSE header of <paramref name="metadata"/>. Returns <c>false</c> (and <see cref="DseHeaderKind.None"/>)
     /// when the entry is absent: the caller is not speculative.
     /// </summary>

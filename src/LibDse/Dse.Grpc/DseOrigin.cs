@@ -83,17 +83,20 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
         }
     }
 
-    /// <summary>Receives a reply's header (from its trailers) into the flow's state, before the caller sees the reply.</summary>
+    /// <summary>
+    /// Receives a reply's header (from its trailers) into the flow's state, before the caller sees the reply. Returns
+    /// <c>false</c> when the reply carries none (a server without DSE, or a reply released after a barrier).
+    /// </summary>
     /// <exception cref="RpcException">ABORTED: the reply came from rolled-back state, or the caller was rolled back;
     /// INTERNAL: the header is malformed.</exception>
-    public async ValueTask ReceiveAsync(Metadata trailers, string method)
+    public async ValueTask<bool> ReceiveAsync(Metadata trailers, string method)
     {
         DseHeader header;
         try
         {
             if (!DseMetadata.TryGetHeader(trailers, out header))
             {
-                return;   // a server without DSE, or a reply released after a barrier: nothing speculative came back
+                return false;   // nothing speculative came back
             }
         }
         catch (DseHeaderFormatException ex)
@@ -117,5 +120,7 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
         {
             throw DseRpcErrors.ReplyDiscarded(header.WorldLine, method);
         }
+
+        return true;
     }
 }

@@ -169,6 +169,11 @@ public sealed class DseServerInterceptor : Interceptor
             }
 
             await sthread.BarrierAsync(context.CancellationToken).ConfigureAwait(false);
+            if (speculativeCaller)
+            {
+                // Tells the caller's interceptor that the missing header is deliberate (everything here is recoverable).
+                context.ResponseTrailers.Add(DseMetadata.BarrierKey, "1");
+            }
         }
         catch (Exception ex) when (ex is not OperationCanceledException)
         {

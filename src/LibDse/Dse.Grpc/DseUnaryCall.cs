@@ -14,10 +14,12 @@ internal sealed class DseUnaryCall<TRequest, TResponse>
 {
     private readonly TaskCompletionSource<AsyncUnaryCall<TResponse>> _sent = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly CancellationTokenSource _disposed = new();
+    private readonly DseClientInterceptor _interceptor;
     private RpcException? _failure;
 
-    public DseUnaryCall(TRequest request, ClientInterceptorContext<TRequest, TResponse> context, Interceptor.AsyncUnaryCallContinuation<TRequest, TResponse> continuation, DseOrigin origin)
+    public DseUnaryCall(TRequest request, ClientInterceptorContext<TRequest, TResponse> context, Interceptor.AsyncUnaryCallContinuation<TRequest, TResponse> continuation, DseOrigin origin, DseClientInterceptor interceptor)
     {
+        _interceptor = interceptor;
         Call = new AsyncUnaryCall<TResponse>(RunAsync(request, context, continuation, origin), HeadersAsync(), GetStatus, GetTrailers, Dispose);
     }
 
@@ -63,7 +65,13 @@ internal sealed class DseUnaryCall<TRequest, TResponse>
             throw new RpcException(ex.Status, DseMetadata.WithoutHeader(ex.Trailers), ex.Message);
         }
 
-        await ReceiveAsync(origin, call.GetTrailers(), method).ConfigureAwait(false);
+        var trailers = call.GetTrailers();
+        if (!await ReceiveAsync(origin, trailers, method).ConfigureAwait(false) && trailers.Get(DseMetadata.BarrierKey) is null)
+        {
+            // Error replies are left out: a DSE server refuses some calls (a malformed or rolled-back header) before any action.
+            _interceptor.ReplyWithoutHeader(method);
+        }
+
         return response;
     }
 
@@ -90,11 +98,12 @@ internal sealed class DseUnaryCall<TRequest, TResponse>
         }
     }
 
-    private async ValueTask ReceiveAsync(DseOrigin origin, Metadata trailers, string method)
+    /// <summary>Receives the reply's header, if any; returns whether there was one.</summary>
+    private async ValueTask<bool> ReceiveAsync(DseOrigin origin, Metadata trailers, string method)
     {
         try
         {
-            await origin.ReceiveAsync(trailers, method).ConfigureAwait(false);
+            return await origin.ReceiveAsync(trailers, method).ConfigureAwait(false);
         }
         catch (RpcException ex)
         {
