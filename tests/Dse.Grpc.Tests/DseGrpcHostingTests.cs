@@ -3,6 +3,7 @@ using Dse.Hosting;
 using Dse.Storage;
 using Dse.Testing;
 using Grpc.Core;
+using Grpc.Core.Interceptors;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.DependencyInjection;
 
@@ -47,5 +48,36 @@ public sealed class DseGrpcHostingTests
         Assert.True(DseMetadata.TryGetHeader(call.GetTrailers(), out var replyHeader));
         Assert.Contains(Enumerable.Range(0, replyHeader.DependencyCount).Select(replyHeader.GetDependency), d => d.ObjectId == 2);
         await server.StopAsync();
+    }
+
+    [Fact]
+    public async Task AddGrpcInterceptors_ClientInterceptor_WarnsThroughTheHostsLogger()
+    {
+        await using var coordinator = new ClusterCoordinator();
+        var log = await SnapshotLog.OpenAsync(DseDevices.CreateInMemory(), new SnapshotLogOptions { OwnsDevice = true });
+        await using var host = await LoopbackGrpcServer.StartAsync(_ => { }, services =>
+            services
+                .AddDse(options =>
+                {
+                    options.ObjectId = 2;
+                    options.GroupCommitPeriod = TimeSpan.FromMilliseconds(5);
+                })
+                .UseCoordinator(coordinator)
+                .AddStateObject((_, options) => new CounterObject(options, log))
+                .AddGrpcInterceptors<CounterObject>());
+        await using var plain = await LoopbackGrpcServer.StartAsync(app => app.MapGrpcService<NoDseRelayService>());
+        var counter = host.Services.GetRequiredService<CounterObject>();
+        await host.Services.GetRequiredService<IDseReadiness>().WhenReadyAsync(CancellationToken.None);
+        var client = new Relay.RelayClient(plain.Channel.Intercept(host.Services.GetRequiredService<DseClientInterceptor>()));
+
+        await counter.StartLocalActionAsync();
+        using (DseCall.Use(counter.Detach()))
+        {
+            await client.AddAsync(new AddRequest { Amount = 1 });
+        }
+
+        var warning = await host.Logs.WaitForAsync(1300).WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.Equal(typeof(DseClientInterceptor).FullName, warning.Category);
+        await host.StopAsync();
     }
 }
