@@ -118,18 +118,6 @@ public sealed partial class CoordinatorHostProcessTests : IAsyncLifetime
     }
 
     [Fact]
-    public async Task Host_WildcardBind_AnnouncesLoopback()
-    {
-        await using var host = HostProcess.Start("--port", "0", "--bind", "0.0.0.0", "--log", $"file:{_log.Path}");
-
-        var listening = ListeningLine().Match(await host.ReadLineAsync());
-
-        Assert.True(listening.Success, "A wildcard bind is announced as 127.0.0.1, an address clients can call.");
-        using var client = new GrpcCoordinatorClient(new Uri(listening.Groups["address"].Value));
-        Assert.Equal(1, (await client.GetStateAsync()).Incarnation);
-    }
-
-    [Fact]
     public async Task Host_StrayConnectionString_NotEchoed()
     {
         const string Secret = "c2VjcmV0LWtleQ==";

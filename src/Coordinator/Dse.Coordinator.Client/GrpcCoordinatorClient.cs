@@ -1,4 +1,5 @@
 using System.Collections.Frozen;
+using System.Security.Authentication;
 using Duration = Google.Protobuf.WellKnownTypes.Duration;
 using Grpc.Core;
 using Grpc.Net.Client;
@@ -42,9 +43,15 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
     private readonly int? _maxMessageSize;
 
     /// <summary>Creates a client with its own channel to <paramref name="address"/> (for example http://127.0.0.1:5000).</summary>
-    /// <param name="address">The coordinator host; http (HTTP/2 without TLS) or https.</param>
-    /// <param name="options">Timeouts; default <see cref="GrpcCoordinatorClientOptions"/>.</param>
-    /// <exception cref="ArgumentException">The address is not an absolute http or https URI, or an option is invalid.</exception>
+    /// <param name="address">
+    /// The coordinator host; http (HTTP/2 without TLS, for a host on loopback) or https (TLS; its certificate is checked
+    /// against <see cref="GrpcCoordinatorClientOptions.CertificateAuthority"/> or the machine's trusted roots).
+    /// </param>
+    /// <param name="options">Timeouts, limits and trust; default <see cref="GrpcCoordinatorClientOptions"/>.</param>
+    /// <exception cref="ArgumentException">
+    /// The address is not an absolute http or https URI, an option is invalid, or a certificate authority is set for an
+    /// http address.
+    /// </exception>
     public GrpcCoordinatorClient(Uri address, GrpcCoordinatorClientOptions? options = null)
         : this(CreateChannel(address, Validated(options)), options, ownsChannel: true)
     {
@@ -193,17 +200,32 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
             throw new ArgumentException($"The coordinator address must be an absolute http or https URI (got '{address}').", nameof(address));
         }
 
+        var handler = new SocketsHttpHandler
+        {
+            EnableMultipleHttp2Connections = true,
+
+            // Keep-alive pings find a connection that died under a pending long poll before its deadline does.
+            KeepAlivePingDelay = TimeSpan.FromSeconds(30),
+            KeepAlivePingTimeout = TimeSpan.FromSeconds(10),
+            KeepAlivePingPolicy = HttpKeepAlivePingPolicy.WithActiveRequests,
+        };
+        if (options.CertificateAuthority is not null || options.CertificateAuthorityPath is not null)
+        {
+            if (address.Scheme != Uri.UriSchemeHttps)
+            {
+                throw new ArgumentException(
+                    $"A certificate authority is set ({nameof(GrpcCoordinatorClientOptions)}.{nameof(GrpcCoordinatorClientOptions.CertificateAuthority)} or " +
+                    $"{nameof(GrpcCoordinatorClientOptions.CertificateAuthorityPath)}), but the coordinator address '{address}' is not https.",
+                    nameof(address));
+            }
+
+            var authority = options.CertificateAuthority ?? TrustedCertificateAuthority.LoadPem(options.CertificateAuthorityPath!);
+            TrustedCertificateAuthority.Apply(handler, authority);
+        }
+
         return GrpcChannel.ForAddress(address, new GrpcChannelOptions
         {
-            HttpHandler = new SocketsHttpHandler
-            {
-                EnableMultipleHttp2Connections = true,
-
-                // Keep-alive pings find a connection that died under a pending long poll before its deadline does.
-                KeepAlivePingDelay = TimeSpan.FromSeconds(30),
-                KeepAlivePingTimeout = TimeSpan.FromSeconds(10),
-                KeepAlivePingPolicy = HttpKeepAlivePingPolicy.WithActiveRequests,
-            },
+            HttpHandler = handler,
             DisposeHttpClient = true,
 
             // No ThrowOperationCanceledOnCancellation: a passed deadline must stay an RpcException (DEADLINE_EXCEEDED),
@@ -274,10 +296,36 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
                 ex);
         }
 
+        if (FindInner<AuthenticationException>(ex) is { } tls)
+        {
+            // Not an outage that goes away by itself, but kept as Unavailable: a fixed certificate or trust lets retries succeed.
+            return new DseCoordinatorException(
+                CoordinatorErrorCode.Unavailable,
+                $"The coordinator at {Target} is unavailable: {method} failed because the TLS handshake failed ({tls.Message}). " +
+                "Check that the coordinator's certificate names this address's host and chains to a trusted CA: " +
+                "for a private CA, set GrpcCoordinatorClientOptions.CertificateAuthority or CertificateAuthorityPath (Dse:CoordinatorCa when hosted).",
+                ex);
+        }
+
         string detail = string.IsNullOrEmpty(ex.Status.Detail) ? string.Empty : $": {ex.Status.Detail}";
         return new DseCoordinatorException(
             CoordinatorErrorCode.Unavailable,
             $"The coordinator at {Target} is unavailable: {method} failed with {ex.StatusCode}{detail}.",
             ex);
+    }
+
+    /// <summary>The first <typeparamref name="T"/> among the causes gRPC recorded for a failed call.</summary>
+    private static T? FindInner<T>(RpcException exception)
+        where T : Exception
+    {
+        for (var current = exception.Status.DebugException ?? exception.InnerException; current is not null; current = current.InnerException)
+        {
+            if (current is T found)
+            {
+                return found;
+            }
+        }
+
+        return null;
     }
 }

@@ -1,3 +1,5 @@
+using System.Security.Cryptography.X509Certificates;
+
 namespace Dse.Coordinator.Client;
 
 /// <summary>Options of a <see cref="GrpcCoordinatorClient"/>; validated when it is created.</summary>
@@ -36,6 +38,20 @@ public sealed class GrpcCoordinatorClientOptions
     /// </summary>
     public int MaxMessageSize { get; set; } = DefaultMaxMessageSize;
 
+    /// <summary>
+    /// The certificate authority that an https coordinator's certificate must chain to, and the only one trusted for it
+    /// (<see cref="TrustedCertificateAuthority"/>): a cluster can use a private CA without installing it machine-wide. The
+    /// certificate must still name the host of the address. Applies to the client's own channel and needs an https
+    /// address. Default <c>null</c>: the machine's trusted roots (or <see cref="CertificateAuthorityPath"/>).
+    /// </summary>
+    public X509Certificate2? CertificateAuthority { get; set; }
+
+    /// <summary>
+    /// A PEM file holding the certificate authority, read when the client is created; the same as
+    /// <see cref="CertificateAuthority"/>, which it excludes. Default <c>null</c>.
+    /// </summary>
+    public string? CertificateAuthorityPath { get; set; }
+
     /// <summary>Throws an <see cref="ArgumentException"/> naming the first invalid option.</summary>
     public void Validate()
     {
@@ -57,6 +73,16 @@ public sealed class GrpcCoordinatorClientOptions
         if (MaxMessageSize < 1024)
         {
             throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(MaxMessageSize)} must be at least 1024 bytes (got {MaxMessageSize}).", nameof(MaxMessageSize));
+        }
+
+        if (CertificateAuthority is not null && CertificateAuthorityPath is not null)
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}: set {nameof(CertificateAuthority)} or {nameof(CertificateAuthorityPath)}, not both.", nameof(CertificateAuthorityPath));
+        }
+
+        if (CertificateAuthorityPath is not null && !File.Exists(CertificateAuthorityPath))
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(CertificateAuthorityPath)}: no file '{CertificateAuthorityPath}'.", nameof(CertificateAuthorityPath));
         }
     }
 }

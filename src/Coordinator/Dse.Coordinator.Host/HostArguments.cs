@@ -13,9 +13,11 @@ internal sealed class HostArguments
         Usage: Dse.Coordinator.Host --port N --log LOG [options]
                Dse.Coordinator.Host remove --coordinator URL --id N
 
-        Serves a durable DSE coordinator over gRPC (HTTP/2 without TLS, "prior knowledge") on one port. Once listening
-        it prints one line, "DSE coordinator listening on http://ADDRESS:PORT", to standard output (and, with
-        --health-port, a second one, "DSE coordinator health on http://ADDRESS:PORT/healthz"); logs go to standard error.
+        Serves a durable DSE coordinator over gRPC on one port: TLS (HTTPS, HTTP/2 and HTTP/1.1) with --tls-cert and
+        --tls-key, otherwise HTTP/2 without TLS ("prior knowledge"), which is for loopback development only. Once
+        listening it prints one line, "DSE coordinator listening on http(s)://ADDRESS:PORT", to standard output (and,
+        with --health-port, a second one, "DSE coordinator health on http(s)://ADDRESS:PORT/healthz"); logs go to
+        standard error.
 
         Required:
           --port N                     TCP port, 0-65535; 0 picks a free port.
@@ -25,8 +27,12 @@ internal sealed class HostArguments
         Options:
           --bind ADDRESS               IP address to listen on. Default 127.0.0.1. For a wildcard (0.0.0.0 or ::)
                                        the announced address is loopback (127.0.0.1 or [::1]), which works locally.
+                                       Anything but a loopback address needs --tls-cert and --tls-key.
+          --tls-cert PATH              Serve TLS with this PEM certificate (the server's, then any intermediates).
+          --tls-key PATH               The certificate's private key, PEM (PKCS#8, RSA or EC); both or neither.
           --health-port N              Also serve GET /healthz over HTTP/1.1 on this port (0 picks a free one), for
-                                       probes that cannot speak HTTP/2 without TLS. Default: none.
+                                       probes that cannot speak HTTP/2 without TLS; with TLS it serves HTTPS.
+                                       Default: none.
           --blob-connection-string S   Azure Storage connection string for a blob log. Default: the environment
                                        variable DSE_BLOB_CONNECTION_STRING.
           --heartbeat-timeout T        Remove a participant not heard from within T, or "off". Default 10s.
@@ -41,8 +47,8 @@ internal sealed class HostArguments
           -h, --help                   Print this help and exit.
 
         Durations: a number with ms, s, m or h (500ms, 10s, 2m), or hh:mm:ss.
-        Health: grpc.health.v1.Health/Check and GET /healthz over HTTP/2 on --port; GET /healthz over HTTP/1.1 on
-        --health-port. /healthz answers 200 Healthy (serving), 200 Degraded (recovering) or 503 Unhealthy (stopped).
+        Health: grpc.health.v1.Health/Check and GET /healthz over HTTP/2 on --port (with TLS also over HTTP/1.1);
+        GET /healthz over HTTP/1.1 on --health-port. /healthz answers 200 Healthy (serving), 200 Degraded (recovering) or 503 Unhealthy (stopped).
         Exit codes: 0 stopped cleanly, 1 failed to start or run, 2 invalid arguments, 3 the log is held by another
         coordinator, 5 the coordinator stopped serving (a fault; also when stopped by a signal after one).
 
@@ -51,7 +57,9 @@ internal sealed class HostArguments
         stands in for its answer. Anything the participant exposed that the others cannot reconstruct may be lost
         (docs/coordinator.md, "Why heartbeat timeouts do not end recovery"). Exit codes: 0 removed, 1 removed
         already, 2 invalid arguments, 4 the coordinator is unreachable or refused (an unknown id, for instance).
-          --coordinator URL            The coordinator host, for example http://127.0.0.1:5180.
+          --coordinator URL            The coordinator host, for example http://127.0.0.1:5180 or https://coord:5180.
+          --tls-ca PATH                For an https coordinator: trust only this PEM CA certificate for its
+                                       certificate (default: the machine's trusted roots).
           --id N                       The participant id, 0 or more.
 
         """;
@@ -79,6 +87,15 @@ internal sealed class HostArguments
     public int MaxMessageSize { get; private init; } = CoordinatorServerOptions.DefaultMaxMessageSize;
 
     public bool ExitOnFault { get; private init; } = true;
+
+    /// <summary>The PEM certificate to serve TLS with, or <c>null</c> for plaintext on loopback.</summary>
+    public string? TlsCertificatePath { get; private init; }
+
+    /// <summary>The PEM private key of <see cref="TlsCertificatePath"/>.</summary>
+    public string? TlsKeyPath { get; private init; }
+
+    /// <summary>Whether the host serves TLS.</summary>
+    public bool UsesTls => TlsCertificatePath is not null;
 
     /// <summary>Parses <paramref name="args"/>; <paramref name="environment"/> reads environment variables.</summary>
     /// <exception cref="HostArgumentException">An argument is unknown, repeated, missing or invalid.</exception>
@@ -117,7 +134,7 @@ internal sealed class HostArguments
                 value = args[++i];
             }
 
-            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format" or "--max-message-size" or "--exit-on-fault"))
+            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format" or "--max-message-size" or "--exit-on-fault" or "--tls-cert" or "--tls-key"))
             {
                 throw new HostArgumentException($"Unknown option {Shown(name)}.");
             }
@@ -135,8 +152,25 @@ internal sealed class HostArguments
             throw new HostArgumentException($"A blob log needs a connection string: pass --blob-connection-string or set {BlobConnectionStringVariable}.");
         }
 
+        string? tlsCertificate = values.GetValueOrDefault("--tls-cert");
+        string? tlsKey = values.GetValueOrDefault("--tls-key");
+        if ((tlsCertificate is null) != (tlsKey is null))
+        {
+            throw new HostArgumentException($"TLS needs both --tls-cert PATH and --tls-key PATH (got only {(tlsCertificate is null ? "--tls-key" : "--tls-cert")}).");
+        }
+
+        foreach (var (flag, path) in new[] { ("--tls-cert", tlsCertificate), ("--tls-key", tlsKey) })
+        {
+            if (path is not null && !File.Exists(path))
+            {
+                throw new HostArgumentException($"{flag}: no file {Shown(path)}.");
+            }
+        }
+
         var parsed = new HostArguments
         {
+            TlsCertificatePath = tlsCertificate,
+            TlsKeyPath = tlsKey,
             Port = ParseInt(Required(values, "--port"), "--port", 0, IPEndPoint.MaxPort),
             Bind = values.TryGetValue("--bind", out string? bind) ? ParseAddress(bind) : IPAddress.Loopback,
             HealthPort = values.TryGetValue("--health-port", out string? healthPort) ? ParseInt(healthPort, "--health-port", 0, IPEndPoint.MaxPort) : null,
@@ -161,6 +195,13 @@ internal sealed class HostArguments
                 _ => throw new HostArgumentException($"--exit-on-fault must be on or off (got {Shown(exitOnFault)})."),
             },
         };
+
+        if (!parsed.UsesTls && !IPAddress.IsLoopback(parsed.Bind))
+        {
+            throw new HostArgumentException(
+                $"--bind {parsed.Bind} is not a loopback address, and plaintext is for loopback development only: " +
+                "pass --tls-cert PATH and --tls-key PATH (PEM) to serve TLS, or bind 127.0.0.1 or ::1.");
+        }
 
         if (parsed.HealthPort is { } health && health != 0 && health == parsed.Port)
         {

@@ -9,6 +9,12 @@ internal static partial class HostLogMessages
     [LoggerMessage(EventId = 3253, Level = LogLevel.Information, Message = "DSE coordinator health on {Address} (HTTP/1.1)")]
     public static partial void ServingHealth(ILogger logger, string address);
 
+    [LoggerMessage(EventId = 3254, Level = LogLevel.Warning, Message = "DSE coordinator serves plaintext HTTP/2 without TLS on {Address}: plaintext is for loopback development only; pass --tls-cert and --tls-key to serve TLS")]
+    public static partial void Plaintext(ILogger logger, string address);
+
+    [LoggerMessage(EventId = 3255, Level = LogLevel.Information, Message = "DSE coordinator serves TLS on {Address} with certificate {Subject} (thumbprint {Thumbprint}, valid until {NotAfter:O})")]
+    public static partial void ServingTls(ILogger logger, string address, string subject, string thumbprint, DateTime notAfter);
+
     [LoggerMessage(EventId = 3251, Level = LogLevel.Critical, Message = "The coordinator log {Log} is held by another coordinator; this host exits: {Reason}")]
     public static partial void Fenced(ILogger logger, string log, string reason);
 

@@ -1,8 +1,11 @@
 using System.Net;
 using System.Net.Sockets;
+using System.Security.Cryptography;
+using System.Security.Cryptography.X509Certificates;
 using Azure.Storage.Blobs;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.AspNetCore.Server.Kestrel.Https;
 using Microsoft.Extensions.Logging.Console;
 
 namespace Dse.Coordinator.Host;
@@ -21,6 +24,10 @@ internal static class Program
 
     /// <summary>The line that follows it with <c>--health-port</c>.</summary>
     public const string HealthAnnouncement = "DSE coordinator health on ";
+
+    /// <summary>What a host without TLS says at start.</summary>
+    public static string PlaintextWarning(string address) =>
+        $"serving plaintext HTTP/2 without TLS on {address}: plaintext is for loopback development only; pass --tls-cert and --tls-key to serve TLS.";
 
     public static async Task<int> Main(string[] args)
     {
@@ -61,7 +68,24 @@ internal static class Program
             }
         }
 
-        await using var app = Build(arguments, container, out var endpoints);
+        X509Certificate2? certificate = null;
+        X509Certificate2Collection? intermediates = null;
+        if (arguments.UsesTls)
+        {
+            try
+            {
+                (certificate, intermediates) = LoadCertificate(arguments.TlsCertificatePath!, arguments.TlsKeyPath!);
+            }
+            catch (Exception ex) when (ex is CryptographicException or ArgumentException or IOException or UnauthorizedAccessException)
+            {
+                // Names the files only; their content (the key) is never echoed.
+                await Console.Error.WriteLineAsync($"error: --tls-cert {arguments.TlsCertificatePath} with --tls-key {arguments.TlsKeyPath} is not a usable PEM certificate and private key: {ex.Message}");
+                return ExitUsage;
+            }
+        }
+
+        using var ownedCertificate = certificate;
+        await using var app = Build(arguments, container, certificate, intermediates, out var endpoints);
         var logger = app.Services.GetRequiredService<ILoggerFactory>().CreateLogger("Dse.Coordinator.Host");
         try
         {
@@ -81,12 +105,24 @@ internal static class Program
         }
 
         // Kestrel wrote the bound ports (for port 0) back into the endpoints.
-        string address = Address(endpoints.Grpc);
+        string address = Address(endpoints.Grpc, certificate is not null);
+        if (certificate is null)
+        {
+            // Printed as well as logged, so that it shows whatever the log level and is on standard error before the
+            // listening line reaches standard output.
+            HostLogMessages.Plaintext(logger, address);
+            await Console.Error.WriteLineAsync($"warning: {PlaintextWarning(address)}");
+        }
+        else
+        {
+            HostLogMessages.ServingTls(logger, address, certificate.Subject, certificate.Thumbprint, certificate.NotAfter.ToUniversalTime());
+        }
+
         HostLogMessages.Listening(logger, address, arguments.Log.ToString());
         await Console.Out.WriteLineAsync(ListeningAnnouncement + address);
         if (endpoints.Health is { } health)
         {
-            string healthAddress = Address(health) + "/healthz";
+            string healthAddress = Address(health, certificate is not null) + "/healthz";
             HostLogMessages.ServingHealth(logger, healthAddress);
             await Console.Out.WriteLineAsync(HealthAnnouncement + healthAddress);
         }
@@ -106,7 +142,7 @@ internal static class Program
         return ExitOk;
     }
 
-    private static WebApplication Build(HostArguments arguments, BlobContainerClient? container, out (ListenOptions Grpc, ListenOptions? Health) endpoints)
+    private static WebApplication Build(HostArguments arguments, BlobContainerClient? container, X509Certificate2? certificate, X509Certificate2Collection? intermediates, out (ListenOptions Grpc, ListenOptions? Health) endpoints)
     {
         // No command-line configuration: the host's own flags are the whole command line.
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [], ContentRootPath = AppContext.BaseDirectory });
@@ -139,10 +175,20 @@ internal static class Program
         builder.WebHost.ConfigureKestrel(kestrel =>
         {
             // Without TLS there is no protocol negotiation: an endpoint speaks HTTP/2 (prior knowledge) or HTTP/1.1,
-            // not both. gRPC needs HTTP/2.
+            // not both. gRPC needs HTTP/2. With TLS, ALPN offers both, so /healthz also answers HTTP/1.1 probes.
+            // HostArguments allows plaintext on loopback only.
             kestrel.Listen(arguments.Bind, arguments.Port, l =>
             {
-                l.Protocols = HttpProtocols.Http2;
+                if (certificate is null)
+                {
+                    l.Protocols = HttpProtocols.Http2;
+                }
+                else
+                {
+                    l.Protocols = HttpProtocols.Http1AndHttp2;
+                    l.UseHttps(Https(certificate, intermediates));
+                }
+
                 grpc = l;
             });
             if (arguments.HealthPort is { } healthPort)
@@ -150,6 +196,11 @@ internal static class Program
                 kestrel.Listen(arguments.Bind, healthPort, l =>
                 {
                     l.Protocols = HttpProtocols.Http1;
+                    if (certificate is not null)
+                    {
+                        l.UseHttps(Https(certificate, intermediates));
+                    }
+
                     health = l;
                 });
             }
@@ -177,14 +228,44 @@ internal static class Program
     }
 
     /// <summary>An address a client on this machine can call: a wildcard bind (0.0.0.0, ::) is announced as loopback.</summary>
-    private static string Address(ListenOptions endpoint)
+    private static string Address(ListenOptions endpoint, bool tls)
     {
         var bound = (IPEndPoint)endpoint.EndPoint;
         var address = bound.Address.Equals(IPAddress.Any) ? IPAddress.Loopback
             : bound.Address.Equals(IPAddress.IPv6Any) ? IPAddress.IPv6Loopback
             : bound.Address;
         string host = address.AddressFamily == AddressFamily.InterNetworkV6 ? $"[{address}]" : address.ToString();
-        return $"http://{host}:{bound.Port}";
+        return $"{(tls ? "https" : "http")}://{host}:{bound.Port}";
+    }
+
+    private static HttpsConnectionAdapterOptions Https(X509Certificate2 certificate, X509Certificate2Collection? intermediates) => new()
+    {
+        ServerCertificate = certificate,
+        ServerCertificateChain = intermediates is { Count: > 0 } ? intermediates : null,
+    };
+
+    /// <summary>
+    /// The certificate and key from PEM files, usable by Kestrel's TLS on every platform, and the intermediates that
+    /// follow the certificate in its file (sent to clients with it).
+    /// </summary>
+    /// <exception cref="CryptographicException">The files are not a PEM certificate and a private key.</exception>
+    /// <exception cref="ArgumentException">The key does not match the certificate.</exception>
+    private static (X509Certificate2 Certificate, X509Certificate2Collection Intermediates) LoadCertificate(string certificatePath, string keyPath)
+    {
+        var intermediates = new X509Certificate2Collection();
+        intermediates.ImportFromPemFile(certificatePath);
+        intermediates.RemoveAt(0);
+        var pem = X509Certificate2.CreateFromPemFile(certificatePath, keyPath);
+        if (!OperatingSystem.IsWindows())
+        {
+            return (pem, intermediates);
+        }
+
+        // SChannel (Windows) cannot use the ephemeral key of a PEM import; a PKCS#12 round trip gives it a stored one.
+        using (pem)
+        {
+            return (X509CertificateLoader.LoadPkcs12(pem.Export(X509ContentType.Pkcs12), null), intermediates);
+        }
     }
 
     private static ICoordinatorLog CreateLog(HostArguments arguments, BlobContainerClient? container, ILoggerFactory loggerFactory) =>

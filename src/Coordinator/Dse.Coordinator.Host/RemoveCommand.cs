@@ -4,7 +4,7 @@ using Dse.Coordinator.Client;
 namespace Dse.Coordinator.Host;
 
 /// <summary>
-/// <c>remove --coordinator URL --id N</c>: the operator's removal of a participant that is gone for good, through the
+/// <c>remove --coordinator URL --id N [--tls-ca PATH]</c>: the operator's removal of a participant that is gone for good, through the
 /// coordinator's RemoveParticipant RPC. Prints what happened and exits with a code a script can test.
 /// </summary>
 internal static class RemoveCommand
@@ -26,9 +26,10 @@ internal static class RemoveCommand
 
         Uri coordinator;
         long id;
+        string? authority;
         try
         {
-            (coordinator, id) = Parse(args);
+            (coordinator, id, authority) = Parse(args);
         }
         catch (HostArgumentException ex)
         {
@@ -36,7 +37,19 @@ internal static class RemoveCommand
             return ExitUsage;
         }
 
-        using var client = new GrpcCoordinatorClient(coordinator);
+        GrpcCoordinatorClient client;
+        try
+        {
+            client = new GrpcCoordinatorClient(coordinator, new GrpcCoordinatorClientOptions { CertificateAuthorityPath = authority });
+        }
+        catch (ArgumentException ex)
+        {
+            // An unreadable --tls-ca file; the message names it.
+            await Console.Error.WriteLineAsync($"error: {Name}: {ex.Message}");
+            return ExitUsage;
+        }
+
+        using var owned = client;
         try
         {
             if (await client.RemoveParticipantAsync(id))
@@ -60,16 +73,17 @@ internal static class RemoveCommand
         }
     }
 
-    private static (Uri Coordinator, long Id) Parse(IReadOnlyList<string> args)
+    private static (Uri Coordinator, long Id, string? Authority) Parse(IReadOnlyList<string> args)
     {
         string? coordinator = null;
         string? id = null;
+        string? authority = null;
         for (int i = 0; i < args.Count; i++)
         {
             string arg = args[i];
             int equals = arg.IndexOf('=', StringComparison.Ordinal);
             string name = equals > 0 ? arg[..equals] : arg;
-            if (name is not ("--coordinator" or "--id"))
+            if (name is not ("--coordinator" or "--id" or "--tls-ca"))
             {
                 throw new HostArgumentException(arg.StartsWith("--", StringComparison.Ordinal)
                     ? $"{Name}: unknown option {HostArguments.Shown(name)}."
@@ -90,19 +104,13 @@ internal static class RemoveCommand
                 throw new HostArgumentException($"{Name}: {name} needs a value.");
             }
 
-            if ((name == "--coordinator" ? coordinator : id) is not null)
+            ref string? slot = ref name == "--coordinator" ? ref coordinator : ref name == "--id" ? ref id : ref authority;
+            if (slot is not null)
             {
                 throw new HostArgumentException($"{Name}: {name} is given twice.");
             }
 
-            if (name == "--coordinator")
-            {
-                coordinator = value;
-            }
-            else
-            {
-                id = value;
-            }
+            slot = value;
         }
 
         if (coordinator is null || id is null)
@@ -120,6 +128,13 @@ internal static class RemoveCommand
             throw new HostArgumentException($"{Name}: --id must be a participant id, a whole number of 0 or more (got {HostArguments.Shown(id)}).");
         }
 
-        return (address, objectId);
+        if (authority is not null && (address.Scheme != Uri.UriSchemeHttps || !File.Exists(authority)))
+        {
+            throw new HostArgumentException(address.Scheme != Uri.UriSchemeHttps
+                ? $"{Name}: --tls-ca needs an https --coordinator (got {HostArguments.Shown(coordinator)})."
+                : $"{Name}: --tls-ca: no file {HostArguments.Shown(authority)}.");
+        }
+
+        return (address, objectId, authority);
     }
 }
