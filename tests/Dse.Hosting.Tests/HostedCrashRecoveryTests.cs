@@ -14,8 +14,10 @@ public sealed class HostedCrashRecoveryTests
     private const int Restarts = 20;
     private const int SigKillExitCode = 128 + 9;
 
-    // Generous for a run of about a second: a run that needs it hung, and fails the test with what it printed.
-    private static readonly TimeSpan RunTimeout = TimeSpan.FromSeconds(30);
+    // A barrier that can never pass fails the child's call with the reason (Dse:BarrierTimeout) well before the run's
+    // own bound; both are generous for a run of about a second on a loaded machine, so only a hang reaches them.
+    private const string BarrierTimeoutMs = "15000";
+    private static readonly TimeSpan RunTimeout = TimeSpan.FromSeconds(60);
 
     /// <summary>
     /// Back's storage holds each write back 30 ms, so every kill loses Back's newest versions while Front keeps its own,
@@ -40,7 +42,8 @@ public sealed class HostedCrashRecoveryTests
                 bool last = run > Restarts;
                 int killAfter = last ? 0 : random.Next(5, 40);
                 var result = await BuiltProgram.RunAsync(Project, Assembly,
-                    ["--dir", directory, "--kill-after", killAfter.ToString(CultureInfo.InvariantCulture), "--back-write-latency-ms", "30"], RunTimeout);
+                    ["--dir", directory, "--kill-after", killAfter.ToString(CultureInfo.InvariantCulture), "--back-write-latency-ms", "30", "--barrier-timeout-ms", BarrierTimeoutMs],
+                    RunTimeout);
                 string context = $"run {run} of {Restarts + 1} (kill after {killAfter} replies; {replay}):\n{result.Describe()}";
 
                 Assert.False(result.TimedOut, $"The run hung. {context}");
