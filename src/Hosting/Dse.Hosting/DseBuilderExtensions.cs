@@ -3,6 +3,7 @@ using Dse.Coordinator.Client;
 using Dse.Hosting;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.Extensions.Diagnostics.HealthChecks;
+using Microsoft.Extensions.Options;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -88,7 +89,10 @@ public static class DseBuilderExtensions
     /// <summary>Uses the coordinator host at <paramref name="address"/> over gRPC, whatever the configuration says.</summary>
     /// <param name="builder">The DSE builder.</param>
     /// <param name="address">The coordinator host; an absolute http or https URL.</param>
-    /// <param name="clientOptions">The gRPC client's timeouts and limits; default <see cref="GrpcCoordinatorClientOptions"/>.</param>
+    /// <param name="clientOptions">
+    /// The gRPC client's timeouts, limits and trust; default <see cref="GrpcCoordinatorClientOptions"/>. Without a CA of
+    /// their own, <see cref="DseHostingOptions.CoordinatorCa"/> applies.
+    /// </param>
     /// <returns>The builder.</returns>
     /// <exception cref="ArgumentException"><paramref name="address"/> is not an absolute http or https URL, or an option is invalid.</exception>
     public static IDseBuilder UseRemoteCoordinator(this IDseBuilder builder, Uri address, GrpcCoordinatorClientOptions? clientOptions = null)
@@ -101,7 +105,9 @@ public static class DseBuilderExtensions
         _ = new DseHostingOptions { Coordinator = value }.ParseCoordinator();
         clientOptions?.Validate();
         builder.Services.Configure<DseHostingOptions>(options => options.Coordinator = value);
-        return builder.UseCoordinator(_ => new GrpcCoordinatorClient(address, clientOptions));
+        return builder.UseCoordinator(services => new GrpcCoordinatorClient(
+            address,
+            DseCoordinators.ClientOptions(clientOptions, services.GetRequiredService<IOptions<DseHostingOptions>>().Value)));
     }
 
     /// <summary>

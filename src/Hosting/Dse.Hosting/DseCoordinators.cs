@@ -11,8 +11,31 @@ internal static class DseCoordinators
     /// <summary>The coordinator <see cref="DseHostingOptions.Coordinator"/> names; the service provider owns (disposes) it.</summary>
     public static IDseCoordinator FromOptions(IServiceProvider services)
     {
-        var address = services.GetRequiredService<IOptions<DseHostingOptions>>().Value.ParseCoordinator();
-        return address is null ? InProcess(services) : new GrpcCoordinatorClient(address);
+        var options = services.GetRequiredService<IOptions<DseHostingOptions>>().Value;
+        var address = options.ParseCoordinator();
+        return address is null ? InProcess(services) : new GrpcCoordinatorClient(address, ClientOptions(null, options));
+    }
+
+    /// <summary>
+    /// <paramref name="given"/>, or the defaults, with <see cref="DseHostingOptions.CoordinatorCa"/> when they name no CA
+    /// themselves; <paramref name="given"/> is not changed.
+    /// </summary>
+    public static GrpcCoordinatorClientOptions? ClientOptions(GrpcCoordinatorClientOptions? given, DseHostingOptions options)
+    {
+        if (options.CoordinatorCa is null || given?.CertificateAuthority is not null || given?.CertificateAuthorityPath is not null)
+        {
+            return given;
+        }
+
+        var defaults = new GrpcCoordinatorClientOptions();
+        return new GrpcCoordinatorClientOptions
+        {
+            CallTimeout = given?.CallTimeout ?? defaults.CallTimeout,
+            ConnectTimeout = given?.ConnectTimeout ?? defaults.ConnectTimeout,
+            LongPollWait = given?.LongPollWait ?? defaults.LongPollWait,
+            MaxMessageSize = given?.MaxMessageSize ?? defaults.MaxMessageSize,
+            CertificateAuthorityPath = options.CoordinatorCa,
+        };
     }
 
     /// <summary>

@@ -34,4 +34,10 @@ internal static partial class DseHostingLogMessages
 
     [LoggerMessage(EventId = 5009, Level = LogLevel.Warning, Message = "StateObject {ObjectId} failed to dispose")]
     public static partial void DisposeFailed(ILogger logger, long objectId, Exception exception);
+
+    [LoggerMessage(EventId = 5010, Level = LogLevel.Warning, Message = "Serving plaintext HTTP/2 without TLS on {Endpoint}: plaintext is for loopback development only; serve TLS (UseDseTls) for anything else")]
+    public static partial void ServingPlaintext(ILogger logger, string endpoint);
+
+    [LoggerMessage(EventId = 5011, Level = LogLevel.Information, Message = "Serving TLS on {Endpoint} with certificate {Subject} (thumbprint {Thumbprint}, valid until {NotAfter:O})")]
+    public static partial void ServingTls(ILogger logger, string endpoint, string subject, string thumbprint, DateTime notAfter);
 }

@@ -1,3 +1,4 @@
+using Dse.Coordinator.Client;
 using Microsoft.Extensions.Logging;
 
 namespace Dse.Hosting;
@@ -36,6 +37,14 @@ public sealed class DseHostingOptions
     /// or <c>UseRemoteCoordinator</c>.
     /// </summary>
     public string Coordinator { get; set; } = InProcessCoordinator;
+
+    /// <summary>
+    /// A PEM file with the certificate authority that an https <see cref="Coordinator"/>'s certificate must chain to,
+    /// and the only one trusted for it (<see cref="GrpcCoordinatorClientOptions.CertificateAuthorityPath"/>): a cluster
+    /// can use a private CA without installing it machine-wide. Default <c>null</c>: the machine's trusted roots.
+    /// Also applies to <c>UseRemoteCoordinator</c> when its client options set no CA.
+    /// </summary>
+    public string? CoordinatorCa { get; set; }
 
     /// <summary>
     /// How long a graceful stop waits for the versions it persisted to commit before it disposes the StateObjects

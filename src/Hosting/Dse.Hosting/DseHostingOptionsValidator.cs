@@ -22,6 +22,8 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
             failures.Add(ex.Message);
         }
 
+        ValidateCoordinatorCa(options, failures);
+
         if (options.ShutdownTimeout < TimeSpan.Zero || options.ShutdownTimeout > TimeSpan.FromHours(1))
         {
             failures.Add($"{DseHostingOptions.Key(nameof(DseHostingOptions.ShutdownTimeout))} must be between 0 and 1 hour (got {options.ShutdownTimeout}).");
@@ -57,6 +59,35 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
         if (value != Timeout.InfiniteTimeSpan && (value < min || value > TimeSpan.FromHours(1)))
         {
             failures.Add($"{DseHostingOptions.Key(name)} must be between {min.TotalMilliseconds} ms and 1 hour, or -00:00:00.001 for no bound (got {value}).");
+        }
+    }
+
+    private static void ValidateCoordinatorCa(DseHostingOptions options, List<string> failures)
+    {
+        if (options.CoordinatorCa is not { } path)
+        {
+            return;
+        }
+
+        string key = DseHostingOptions.Key(nameof(DseHostingOptions.CoordinatorCa));
+        Uri? address = null;
+        try
+        {
+            address = options.ParseCoordinator();
+        }
+        catch (ArgumentException)
+        {
+            // Reported for Dse:Coordinator.
+            return;
+        }
+
+        if (address is null || address.Scheme != Uri.UriSchemeHttps)
+        {
+            failures.Add($"{key} applies to an https coordinator only (Dse:Coordinator is \"{options.Coordinator}\").");
+        }
+        else if (!File.Exists(path))
+        {
+            failures.Add($"{key} names no file (got \"{path}\"): it must be the PEM certificate of the CA that signed the coordinator's certificate.");
         }
     }
 
