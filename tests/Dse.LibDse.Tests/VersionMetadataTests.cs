@@ -41,4 +41,31 @@ public class VersionMetadataTests
         var ex = Assert.Throws<DseHeaderFormatException>(() => VersionMetadata.Decode(1, bytes));
         Assert.Contains("format version 2", ex.Message, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public void Decode_ReservedBytesSet_Throws()
+    {
+        var bytes = VersionMetadata.Encode(1, []);
+        bytes[2] = 1;
+        var ex = Assert.Throws<DseHeaderFormatException>(() => VersionMetadata.Decode(1, bytes));
+        Assert.Contains("reserved", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData(-1, 2, 7)]
+    [InlineData(0, -5, 7)]
+    [InlineData(0, 2, -1)]
+    public void Decode_NegativeValues_Throw(long worldLine, long objectId, long version)
+    {
+        var bytes = VersionMetadata.Encode(worldLine, [new(objectId, version)]);
+        Assert.Throws<DseHeaderFormatException>(() => VersionMetadata.Decode(1, bytes));
+    }
+
+    [Fact]
+    public void Decode_ParticipantListedTwice_Throws()
+    {
+        var bytes = VersionMetadata.Encode(0, [new(2, 7), new(2, 8)]);
+        var ex = Assert.Throws<DseHeaderFormatException>(() => VersionMetadata.Decode(1, bytes));
+        Assert.Contains("twice", ex.Message, StringComparison.Ordinal);
+    }
 }

@@ -123,6 +123,12 @@ public sealed class CoordinatorJournal : IClusterJournal
                     throw Invalid(index, description, $"a decision with world-line {worldLine} and reason {reason}");
                 }
 
+                // A cold start names no failed participant and only a cold start does: anything else contradicts itself.
+                if (failed < RollbackDecision.ColdStart || (failed == RollbackDecision.ColdStart) != (reason == (byte)RollbackReason.ColdStart))
+                {
+                    throw Invalid(index, description, $"a decision with failed participant {failed} and reason {(RollbackReason)reason}");
+                }
+
                 var cut = new Dictionary<long, long>(count);
                 for (int i = 0; i < count; i++)
                 {

@@ -37,8 +37,23 @@ public static class VersionMetadata
     }
 
     /// <summary>Decodes the metadata of <paramref name="version"/> into a report.</summary>
-    /// <exception cref="DseHeaderFormatException">The metadata is truncated or not DSE version metadata.</exception>
+    /// <exception cref="DseHeaderFormatException">
+    /// The metadata is truncated, not DSE version metadata, has reserved bytes set, or holds a negative world-line, id or
+    /// version.
+    /// </exception>
     public static VersionReport Decode(long version, ReadOnlySpan<byte> metadata)
+    {
+        var report = DecodeLayout(version, metadata);
+        if (Implausibility(report) is { } reason)
+        {
+            throw new DseHeaderFormatException($"Metadata of {reason}.");
+        }
+
+        return report;
+    }
+
+    /// <summary>Decodes the layout only: the values may still be ones the coordinator refuses (see <see cref="Implausibility"/>).</summary>
+    private static VersionReport DecodeLayout(long version, ReadOnlySpan<byte> metadata)
     {
         if (metadata.Length < FixedLength)
         {
@@ -53,6 +68,11 @@ public static class VersionMetadata
         if (metadata[1] != FormatVersion)
         {
             throw new DseHeaderFormatException($"Metadata of version {version} has unsupported format version {metadata[1]}.");
+        }
+
+        if (metadata[2] != 0 || metadata[3] != 0)
+        {
+            throw new DseHeaderFormatException($"Metadata of version {version} has reserved bytes set (0x{metadata[2]:X2}{metadata[3]:X2}).");
         }
 
         long worldLine = BinaryPrimitives.ReadInt64LittleEndian(metadata[4..]);
@@ -93,7 +113,7 @@ public static class VersionMetadata
                 throw new InvalidOperationException($"StateObject {objectId}: ListVersions returned version {v.Version} after {highest}; versions must be positive and ascending.");
             }
 
-            var report = Decode(v.Version, v.Metadata.Span);
+            var report = DecodeLayout(v.Version, v.Metadata.Span);
             if (Implausibility(report) is { } reason)
             {
                 discarded = (v.Version, reason);
