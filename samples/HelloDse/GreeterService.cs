@@ -9,6 +9,7 @@ namespace Dse.Samples.HelloDse;
 /// Visits goes through a client with the <see cref="Grpc.DseClientInterceptor"/>, so it carries the Greeter's state and
 /// brings Visits' state back into it; the reply to a caller without DSE waits at a barrier until all of it is recoverable.
 /// </summary>
+[BindServiceMethod(typeof(HelloDseBindings), nameof(HelloDseBindings.BindGreeter))]
 public sealed partial class GreeterService(GreetingCount greetings, Visits.VisitsClient visits, IDseCoordinator coordinator, ILogger<GreeterService> logger)
     : Greeter.GreeterBase
 {

@@ -70,7 +70,10 @@ await using var greeterLog = await SnapshotLog.OpenAsync(
 
 // The coordinator. Embedded: one ClusterCoordinator in this process, shared by both hosts (AddDse's own in-process
 // default would give each host a coordinator of its own). Remote: each host connects to the coordinator host over gRPC.
-await using var embedded = coordinatorAddress is null ? new ClusterCoordinator() : null;
+// It expects both StateObjects, so that a restart after a crash restores a consistent pair (docs/hosting.md).
+await using var embedded = coordinatorAddress is null
+    ? new ClusterCoordinator(new ClusterCoordinatorOptions { ExpectedParticipants = [HelloDseIds.Greeter, HelloDseIds.Visits] })
+    : null;
 void UseCoordinator(IDseBuilder dse)
 {
     if (embedded is not null)

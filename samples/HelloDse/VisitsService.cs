@@ -7,6 +7,7 @@ namespace Dse.Samples.HelloDse;
 /// The Visits gRPC service: plain gRPC code. The DSE server interceptor (wired by <c>AddGrpcInterceptors&lt;VisitBook&gt;</c>)
 /// runs each call as an action of <see cref="VisitBook"/>, takes the caller's DSE header in and puts its own in the reply.
 /// </summary>
+[BindServiceMethod(typeof(HelloDseBindings), nameof(HelloDseBindings.BindVisits))]
 public sealed class VisitsService(VisitBook book) : Visits.VisitsBase
 {
     /// <inheritdoc />

@@ -9,6 +9,7 @@ namespace Dse.Samples.TwoPhaseCommit;
 /// every participant in parallel, log the decision, deliver it to every participant, reply. The DSE interceptors make
 /// each step speculative; the reply to the (non-speculative) client leaves only after a barrier.
 /// </summary>
+[BindServiceMethod(typeof(TwoPhaseCommitBindings), nameof(TwoPhaseCommitBindings.BindCommitter))]
 internal sealed class CommitterService(SpeculativeLog log, ParticipantClients participants, InFlightCommits inFlight) : Committer.CommitterBase
 {
     /// <inheritdoc />

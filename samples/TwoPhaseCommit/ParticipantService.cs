@@ -8,6 +8,7 @@ namespace Dse.Samples.TwoPhaseCommit;
 /// A 2PC participant. Plain gRPC handlers: the DSE server interceptor runs each synchronous segment as an action on
 /// the participant's speculative log, so each record is appended speculatively and a reply carries the log's version.
 /// </summary>
+[BindServiceMethod(typeof(TwoPhaseCommitBindings), nameof(TwoPhaseCommitBindings.BindParticipant))]
 internal sealed class ParticipantService(SpeculativeLog log, ParticipantIndex index) : Participant.ParticipantBase
 {
     /// <inheritdoc />
