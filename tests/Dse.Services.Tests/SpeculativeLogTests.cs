@@ -98,6 +98,37 @@ public class SpeculativeLogTests
         Assert.True(first[^1].Lsn < log.DurableLsn && rest[^1].Lsn >= log.DurableLsn);
     }
 
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task Scan_FromInsideAnEntry_RefusedAsNoRecordStartsThere(bool durable)
+    {
+        using var h = new LogHarness();
+        await using var log = h.Open();
+        await log.ConnectAsync(new ClusterCoordinator());
+        long first = await AppendAsync(log, "the first entry, long enough");
+        long second = await AppendAsync(log, "the second entry");
+        if (durable)
+        {
+            await SettleAsync(log);
+        }
+
+        await log.StartLocalActionAsync();
+        try
+        {
+            var error = await Assert.ThrowsAsync<ArgumentOutOfRangeException>(() => log.ScanAsync(first + 4, 10).AsTask());
+            Assert.Contains($"no record starts at LSN {first + 4}", error.Message, StringComparison.Ordinal);
+            Assert.Equal(2, (await log.ScanAsync(first, 10)).Count);
+            Assert.Equal("the second entry", S(Assert.Single(await log.ScanAsync(second, 10)).Data));
+        }
+        finally
+        {
+            log.EndAction();
+        }
+
+        Assert.Equal(durable, first + 4 < log.DurableLsn);
+    }
+
     [Fact]
     [Trait("Category", "Recovery")]
     public async Task Restart_DependentReadSpeculativeEntry_BothRollBackToCommittedVersion()

@@ -121,6 +121,11 @@ public sealed class SpeculativeLogService : LogService.LogServiceBase
         {
             entries = await _log.ScanAsync(request.FromLsn, Math.Min(request.MaxEntries, MaxScanEntries), context.CancellationToken);
         }
+        catch (ArgumentOutOfRangeException ex)
+        {
+            // from_lsn points inside a record: a bad argument, answered as Read answers it.
+            throw new RpcException(new Status(StatusCode.NotFound, $"{context.Method}: 'from_lsn' {request.FromLsn} is not the start of an entry ({ex.Message})"));
+        }
         catch (InvalidDataException ex)
         {
             // The durable log is read record by record from from_lsn: a scan started inside an entry fails at its first

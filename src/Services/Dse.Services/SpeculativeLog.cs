@@ -195,7 +195,9 @@ public sealed class SpeculativeLog : StateObject
     /// in LSN order, including entries not yet durable; rolled-back entries are skipped. Start at 0 (or
     /// <see cref="BeginLsn"/>) or at an LSN or <see cref="SpeculativeLogEntry.NextLsn"/> returned before.
     /// </summary>
-    /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxEntries"/> is not positive.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">
+    /// <paramref name="maxEntries"/> is not positive, or no record starts at <paramref name="fromLsn"/> (it points inside one).
+    /// </exception>
     /// <exception cref="InvalidDataException">A stored entry is corrupt; the message names its address.</exception>
     public async ValueTask<IReadOnlyList<SpeculativeLogEntry>> ScanAsync(long fromLsn, int maxEntries, CancellationToken cancellationToken = default)
     {
@@ -204,10 +206,19 @@ public sealed class SpeculativeLog : StateObject
         long durable;
         (long From, long Until)[] dropped;
         var tailEntries = new List<SpeculativeLogEntry>();
+        bool startUnchecked;
         lock (_lock)
         {
             from = Math.Max(Math.Max(fromLsn, _logicalBegin), _log.BeginAddress);
             durable = _durableUntil;
+
+            // A start the caller chose must be a record's: in memory that is known; in storage the first read says so.
+            startUnchecked = from == fromLsn && from > Math.Max(_logicalBegin, _log.BeginAddress);
+            if (startUnchecked && from >= durable && from < _log.TailAddress && !_uncommitted.ContainsKey(from))
+            {
+                throw NoRecordAt(from);
+            }
+
             dropped = [.. _state.Dropped];
             foreach (var (lsn, (data, next)) in _uncommitted)
             {
@@ -226,7 +237,7 @@ public sealed class SpeculativeLog : StateObject
         var result = new List<SpeculativeLogEntry>();
         if (from < durable)
         {
-            await ScanDurableAsync(from, durable, maxEntries, dropped, result, cancellationToken).ConfigureAwait(false);
+            await ScanDurableAsync(from, durable, maxEntries, dropped, startUnchecked, result, cancellationToken).ConfigureAwait(false);
         }
 
         for (int i = 0; i < tailEntries.Count && result.Count < maxEntries; i++)
@@ -251,7 +262,8 @@ public sealed class SpeculativeLog : StateObject
         }
     }
 
-    private async ValueTask ScanDurableAsync(long from, long until, int maxEntries, (long From, long Until)[] dropped, List<SpeculativeLogEntry> result, CancellationToken cancellationToken)
+    private async ValueTask ScanDurableAsync(long from, long until, int maxEntries, (long From, long Until)[] dropped, bool startUnchecked,
+        List<SpeculativeLogEntry> result, CancellationToken cancellationToken)
     {
         if (result.Count >= maxEntries)
         {
@@ -265,8 +277,12 @@ public sealed class SpeculativeLog : StateObject
                 var problem = LogEntryFormat.TryParse(entry.Span, out var kind, out _);
                 if (problem is not null)
                 {
-                    throw new InvalidDataException($"SpeculativeLog {Id}: no valid entry at address {entry.Address}: {problem}.");
+                    throw startUnchecked && entry.Address == from
+                        ? NoRecordAt(from)
+                        : new InvalidDataException($"SpeculativeLog {Id}: no valid entry at address {entry.Address}: {problem}.");
                 }
+
+                startUnchecked = false;
 
                 if (kind == LogRecordKind.Entry && !IsDropped(dropped, entry.Address))
                 {
@@ -278,11 +294,19 @@ public sealed class SpeculativeLog : StateObject
                 }
             }
         }
+        catch (FasterLogReadException e) when (startUnchecked)
+        {
+            // The very first read failed at a start the caller chose: it points inside a record, not at one.
+            throw NoRecordAt(from, e);
+        }
         catch (FasterLogReadException e)
         {
             throw new InvalidDataException($"SpeculativeLog {Id}: FasterLog cannot read the entry at address {e.Address}: {e.InnerException?.Message}", e);
         }
     }
+
+    private ArgumentOutOfRangeException NoRecordAt(long lsn, Exception? cause = null) =>
+        new($"SpeculativeLog {Id}: no record starts at LSN {lsn}; scan from 0, from an entry's LSN or from a NextLsn returned before.", cause);
 
     /// <summary>Throws if no entry can be read at <paramref name="lsn"/> whatever is stored there. Under the lock.</summary>
     private void ThrowIfUnreadable(long lsn)
