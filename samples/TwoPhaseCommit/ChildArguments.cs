@@ -33,6 +33,9 @@ internal sealed class ChildArguments
     /// <exception cref="ArgumentException">It is missing.</exception>
     public string Get(string name) => _values.TryGetValue(name, out var value) ? value : throw new ArgumentException($"Missing --{name}.");
 
+    /// <summary>The value of <c>--<paramref name="name"/></c>, or <c>null</c> when it was not given.</summary>
+    public string? GetOptional(string name) => _values.GetValueOrDefault(name);
+
     /// <summary>The value of <c>--<paramref name="name"/></c> as an integer.</summary>
     public long GetInt64(string name) => long.Parse(Get(name), CultureInfo.InvariantCulture);
 

@@ -21,11 +21,9 @@ internal static class CoordinatorHost
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [], ContentRootPath = AppContext.BaseDirectory });
         ServerHost.ConfigureLogging(builder.Logging, builder.Services);
         ListenOptions? endpoint = null;
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, (int)args.GetInt64("port"), listen =>
-        {
-            listen.Protocols = HttpProtocols.Http2;
-            endpoint = listen;
-        }));
+        var tls = ClusterTls.FromArguments(args);
+        builder.WebHost.ConfigureKestrel(kestrel =>
+            kestrel.ListenDse(IPAddress.Loopback, (int)args.GetInt64("port"), tls?.CertificatePath, tls?.KeyPath, listen => endpoint = listen));
         builder.Services.AddDseCoordinator(
             sp => new FileCoordinatorLog(logPath, sp.GetRequiredService<ILoggerFactory>().CreateLogger<FileCoordinatorLog>()),
             options =>
@@ -39,6 +37,6 @@ internal static class CoordinatorHost
         app.MapDseCoordinator();
         await app.StartAsync(cancellationToken);
         var bound = (IPEndPoint)endpoint!.EndPoint;
-        return (app, new Uri($"http://127.0.0.1:{bound.Port}"));
+        return (app, new Uri($"{(tls is null ? "http" : "https")}://127.0.0.1:{bound.Port}"));
     }
 }

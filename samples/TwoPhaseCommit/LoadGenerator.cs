@@ -30,9 +30,9 @@ internal sealed class LoadGenerator : IDisposable
 
     public LoadGenerator(LocalCluster cluster)
     {
-        _participantChannels = cluster.ParticipantAddresses.Select(Channels.Create).ToArray();
+        _participantChannels = cluster.ParticipantAddresses.Select(a => Channels.Create(a, cluster.CertificateAuthority)).ToArray();
         _participants = _participantChannels.Select(c => new Participant.ParticipantClient(c)).ToArray();
-        _committerChannel = Channels.Create(cluster.CommitterAddress);
+        _committerChannel = Channels.Create(cluster.CommitterAddress, cluster.CertificateAuthority);
         _committer = new Committer.CommitterClient(_committerChannel);
     }
 

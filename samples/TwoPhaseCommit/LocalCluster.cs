@@ -1,4 +1,5 @@
 using System.Globalization;
+using System.Security.Cryptography.X509Certificates;
 
 namespace Dse.Samples.TwoPhaseCommit;
 
@@ -19,12 +20,15 @@ public sealed class LocalCluster : IAsyncDisposable
     private readonly bool _speculative;
     private readonly TimeSpan _groupCommit;
     private readonly bool _tieredPgo;
+    private readonly ClusterTls? _tls;
     private ChildProcess? _coordinator;
     private ChildProcess? _committer;
     private int _starts;
 
-    private LocalCluster(string directory, int participants, bool speculative, TimeSpan groupCommit, bool tieredPgo)
+    private LocalCluster(string directory, int participants, bool speculative, TimeSpan groupCommit, bool tieredPgo, ClusterTls? tls)
     {
+        _tls = tls;
+        CertificateAuthority = tls?.LoadAuthority();
         Directory = directory;
         _participants = new ChildProcess?[participants];
         _participantAddresses = new Uri[participants];
@@ -35,6 +39,9 @@ public sealed class LocalCluster : IAsyncDisposable
 
     /// <summary>The folder with every process's storage and standard error.</summary>
     public string Directory { get; }
+
+    /// <summary>The CA every process's certificate chains to, with TLS; <c>null</c> for plaintext on loopback.</summary>
+    public X509Certificate2? CertificateAuthority { get; }
 
     /// <summary>The DSE coordinator's address.</summary>
     public Uri CoordinatorAddress { get; private set; } = null!;
@@ -48,17 +55,19 @@ public sealed class LocalCluster : IAsyncDisposable
     /// <summary>
     /// Starts the cluster in <paramref name="directory"/> (created if missing; it should be empty) and returns once
     /// every process is connected and serving. <paramref name="tieredPgo"/> turns the runtime's tiered profile-guided
-    /// optimization on in every process (see <see cref="TwoPhaseCommitOptions.TieredPgo"/>).
+    /// optimization on in every process (see <see cref="TwoPhaseCommitOptions.TieredPgo"/>). With <paramref name="tls"/>
+    /// every process serves TLS with a certificate of a throwaway CA made in <paramref name="directory"/>
+    /// (<see cref="ClusterTls"/>).
     /// </summary>
-    public static async Task<LocalCluster> StartAsync(string directory, bool speculative, TimeSpan groupCommit, int participants = 4, bool tieredPgo = false, CancellationToken cancellationToken = default)
+    public static async Task<LocalCluster> StartAsync(string directory, bool speculative, TimeSpan groupCommit, int participants = 4, bool tieredPgo = false, bool tls = false, CancellationToken cancellationToken = default)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(participants);
         System.IO.Directory.CreateDirectory(directory);
-        var cluster = new LocalCluster(directory, participants, speculative, groupCommit, tieredPgo);
+        var cluster = new LocalCluster(directory, participants, speculative, groupCommit, tieredPgo, tls ? ClusterTls.Create(Path.Combine(directory, "tls")) : null);
         try
         {
             cluster._coordinator = cluster.Launch("dse-coordinator", CoordinatorHost.Mode,
-                ["--port", "0", "--log", Path.Combine(directory, "dse-coordinator", "coordinator.log")]);
+                ["--port", "0", "--log", Path.Combine(directory, "dse-coordinator", "coordinator.log"), .. cluster.TlsArguments()]);
             cluster.CoordinatorAddress = await cluster._coordinator.WaitUntilReadyAsync(StartTimeout, cancellationToken).ConfigureAwait(false);
 
             var ready = new Task<Uri>[participants];
@@ -110,6 +119,7 @@ public sealed class LocalCluster : IAsyncDisposable
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
     {
+        CertificateAuthority?.Dispose();
         foreach (var child in new[] { _committer }.Concat(_participants).Append(_coordinator))
         {
             if (child is not null)
@@ -134,7 +144,10 @@ public sealed class LocalCluster : IAsyncDisposable
         "--coordinator", CoordinatorAddress.ToString().TrimEnd('/'),
         "--group-commit-ms", ((long)_groupCommit.TotalMilliseconds).ToString(CultureInfo.InvariantCulture),
         "--speculative", _speculative ? "true" : "false",
+        .. TlsArguments(),
     ];
+
+    private string[] TlsArguments() => _tls is null ? [] : ["--tls-cert", _tls.CertificatePath, "--tls-key", _tls.KeyPath, "--tls-ca", _tls.AuthorityPath];
 
     private ChildProcess Launch(string name, string mode, IEnumerable<string> arguments)
     {

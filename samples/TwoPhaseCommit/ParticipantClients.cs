@@ -1,3 +1,4 @@
+using System.Security.Cryptography.X509Certificates;
 using Dse.Grpc;
 using Dse.Samples.TwoPhaseCommit.Wire;
 using Grpc.Core.Interceptors;
@@ -13,13 +14,13 @@ internal sealed class ParticipantClients : IDisposable
 {
     private readonly GrpcChannel[] _channels;
 
-    public ParticipantClients(IReadOnlyList<Uri> addresses, DseClientInterceptor interceptor)
+    public ParticipantClients(IReadOnlyList<Uri> addresses, X509Certificate2? authority, DseClientInterceptor interceptor)
     {
         _channels = new GrpcChannel[addresses.Count];
         Clients = new Participant.ParticipantClient[addresses.Count];
         for (int i = 0; i < addresses.Count; i++)
         {
-            _channels[i] = Channels.Create(addresses[i]);
+            _channels[i] = Channels.Create(addresses[i], authority);
             Clients[i] = new Participant.ParticipantClient(_channels[i].Intercept(interceptor));
         }
     }

@@ -1,4 +1,5 @@
 using System.Net;
+using Dse.Coordinator.Client;
 using Dse.Services;
 using Dse.Storage;
 using Microsoft.AspNetCore.Builder;
@@ -12,7 +13,8 @@ using Microsoft.Extensions.Logging.Console;
 namespace Dse.Samples.TwoPhaseCommit;
 
 /// <summary>
-/// A committer or participant process: an ASP.NET gRPC server on 127.0.0.1 whose services are made speculative by
+/// A committer or participant process: an ASP.NET gRPC server on 127.0.0.1 (TLS when the launcher passes a
+/// certificate, <see cref="ClusterTls"/>) whose services are made speculative by
 /// the DSE interceptor on behalf of its <see cref="SpeculativeLog"/>, connected to the DSE coordinator process.
 /// </summary>
 internal static class ServerHost
@@ -34,11 +36,9 @@ internal static class ServerHost
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [], ContentRootPath = AppContext.BaseDirectory });
         ConfigureLogging(builder.Logging, builder.Services);
         ListenOptions? endpoint = null;
-        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, (int)args.GetInt64("port"), listen =>
-        {
-            listen.Protocols = HttpProtocols.Http2;
-            endpoint = listen;
-        }));
+        var tls = ClusterTls.FromArguments(args);
+        builder.WebHost.ConfigureKestrel(kestrel =>
+            kestrel.ListenDse(IPAddress.Loopback, (int)args.GetInt64("port"), tls?.CertificatePath, tls?.KeyPath, listen => endpoint = listen));
 
         builder.Services.AddGrpc(options =>
         {
@@ -52,7 +52,7 @@ internal static class ServerHost
                 options.Speculative = args.GetBoolean("speculative");
                 options.ShutdownTimeout = TimeSpan.FromSeconds(2);
             })
-            .UseRemoteCoordinator(new Uri(args.Get("coordinator")))
+            .UseRemoteCoordinator(new Uri(args.Get("coordinator")), new GrpcCoordinatorClientOptions { CertificateAuthorityPath = tls?.AuthorityPath })
             .AddStateObject((_, options) => new SpeculativeLog(options, new SpeculativeLogOptions
             {
                 LogDevice = DseDevices.CreateLocalFile(Path.Combine(data, "wal", "wal.log")),
@@ -68,7 +68,7 @@ internal static class ServerHost
         else
         {
             var addresses = args.Get("participants").Split(',').Select(a => new Uri(a)).ToArray();
-            builder.Services.AddSingleton(sp => new ParticipantClients(addresses, sp.GetRequiredService<Dse.Grpc.DseClientInterceptor>()));
+            builder.Services.AddSingleton(sp => new ParticipantClients(addresses, tls?.LoadAuthority(), sp.GetRequiredService<Dse.Grpc.DseClientInterceptor>()));
             builder.Services.AddSingleton<InFlightCommits>();
         }
 
@@ -90,7 +90,7 @@ internal static class ServerHost
         }
 
         var bound = (IPEndPoint)endpoint!.EndPoint;
-        return (app, new Uri($"http://127.0.0.1:{bound.Port}"));
+        return (app, new Uri($"{(tls is null ? "http" : "https")}://127.0.0.1:{bound.Port}"));
     }
 
     /// <summary>Warnings and errors to standard error, which the launcher keeps in a file; standard output is the launcher's.</summary>

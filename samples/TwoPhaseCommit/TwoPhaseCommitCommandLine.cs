@@ -19,6 +19,7 @@ public sealed class TwoPhaseCommitCommandLine
           --seed N              seed of the chaos (default random, printed)
           --forge               mid-run, send each participant a Begin with each kind of forged DSE header; the
                                 implausible ones must be refused (INVALID_ARGUMENT) and the run must still pass
+          --tls                 serve every process over TLS with a throwaway CA made in the run's folder
           --data-dir PATH       keep storage and process logs there (default: a temp folder, deleted)
           --json PATH           write the results and every commit latency sample as JSON (charts/ reads it)
           --quiet               print only the results
@@ -97,6 +98,9 @@ public sealed class TwoPhaseCommitCommandLine
                     break;
                 case "--chaos":
                     options.Chaos = true;
+                    break;
+                case "--tls":
+                    options.Tls = true;
                     break;
                 case "--forge":
                     options.Forge = true;

@@ -37,6 +37,13 @@ public sealed class TwoPhaseCommitOptions
     /// </summary>
     public bool TieredPgo { get; set; }
 
+    /// <summary>
+    /// Whether every process serves gRPC over TLS: the launcher makes a throwaway certificate authority and a server
+    /// certificate for 127.0.0.1 in each run's folder, and every client trusts that CA only. Default false: plaintext
+    /// HTTP/2 on loopback, which is for development on one machine.
+    /// </summary>
+    public bool Tls { get; set; }
+
     /// <summary>Which runs to perform. Default <see cref="TwoPhaseCommitMode.Both"/>.</summary>
     public TwoPhaseCommitMode Mode { get; set; } = TwoPhaseCommitMode.Both;
 

@@ -72,7 +72,7 @@ public static class TwoPhaseCommitRun
 
         progress?.WriteLine($"{name}: starting the cluster (DSE coordinator, committer, 4 participants) in {directory}");
         long clusterStarting = Stopwatch.GetTimestamp();
-        await using var cluster = await LocalCluster.StartAsync(directory, speculative, options.GroupCommit, tieredPgo: options.TieredPgo, cancellationToken: cancellationToken).ConfigureAwait(false);
+        await using var cluster = await LocalCluster.StartAsync(directory, speculative, options.GroupCommit, tieredPgo: options.TieredPgo, tls: options.Tls, cancellationToken: cancellationToken).ConfigureAwait(false);
         using var load = new LoadGenerator(cluster);
 
         // Warm-up (JIT, connections), not measured; its transactions are checked with the rest.

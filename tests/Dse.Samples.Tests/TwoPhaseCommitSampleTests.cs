@@ -111,6 +111,39 @@ public class TwoPhaseCommitSampleTests(ITestOutputHelper output)
         Assert.True(run.CommittedAfterRestart > 0, $"no transaction that began after the restart committed (committed {run.Committed}, aborted {run.Aborted}, failed {run.Failed})");
     }
 
+    [Fact]
+    [Trait("Category", "Security")]
+    public async Task RunAsync_Tls_EveryProcessServesTlsFromAThrowawayCaAndEveryTransactionCommits()
+    {
+        string directory = Directory.CreateTempSubdirectory("dse-2pc-tls-test-").FullName;
+        try
+        {
+            var options = new TwoPhaseCommitOptions { Transactions = 100, Clients = 4, Mode = TwoPhaseCommitMode.Speculative, Tls = true, DataDirectory = directory };
+
+            var results = await TwoPhaseCommitRun.RunAsync(options, new TestOutputWriter(output));
+
+            var run = results.Speculative;
+            Assert.NotNull(run);
+            output.WriteLine(Describe(run));
+            Assert.Empty(run.Violations);
+            Assert.Equal(100, run.Committed);
+            Assert.True(results.Passed);
+
+            // The run made its CA, and no process served plaintext (each would have logged warning 5010 to its stderr file).
+            Assert.NotEmpty(Directory.GetFiles(directory, "ca.pem", SearchOption.AllDirectories));
+            string[] logs = Directory.GetFiles(directory, "*.stderr", SearchOption.AllDirectories);
+            Assert.True(logs.Length >= 6, $"expected a stderr file per process, found {logs.Length}");
+            foreach (string log in logs)
+            {
+                Assert.DoesNotContain("plaintext is for loopback development only", File.ReadAllText(log), StringComparison.Ordinal);
+            }
+        }
+        finally
+        {
+            Directory.Delete(directory, recursive: true);
+        }
+    }
+
     private static int IndexOf(IReadOnlyList<string> lines, string prefix)
     {
         for (int i = 0; i < lines.Count; i++)
