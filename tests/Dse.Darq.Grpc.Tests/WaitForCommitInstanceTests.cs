@@ -46,6 +46,25 @@ public sealed class WaitForCommitInstanceTests
         Assert.EndsWith("resend from the first message not acknowledged.", error.Status.Detail, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public void ToDarqException_StaleIncarnation_KeepsWhatTheServerSaid()
+    {
+        const string Detail = "WaitForCommit came from instance 8 of DARQ 'orders', which is instance 7 now; resend from the first message not acknowledged.";
+        var trailers = new Metadata
+        {
+            { DarqRpcErrors.ErrorKey, DarqRpcErrors.StaleIncarnation },
+            { DarqRpcErrors.DarqKey, "orders" },
+            { DarqRpcErrors.IncarnationKey, "1" },
+            { DarqRpcErrors.CurrentIncarnationKey, "1" },
+        };
+
+        var error = DarqRpcErrors.ToDarqException(new RpcException(new Status(StatusCode.FailedPrecondition, Detail), trailers));
+
+        var stale = Assert.IsType<DarqStaleIncarnationException>(error);
+        Assert.Equal(Detail, stale.Message);
+        Assert.Equal(1, stale.Incarnation);
+    }
+
     /// <summary>The DARQ's instance, as an append-only DeliverBatch reports it.</summary>
     private static async Task<long> InstanceAsync(DarqService.DarqServiceClient client)
     {

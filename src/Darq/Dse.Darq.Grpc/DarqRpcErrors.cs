@@ -114,7 +114,8 @@ public static class DarqRpcErrors
             && TryLong(trailers, IncarnationKey, out long incarnation)
             && TryLong(trailers, CurrentIncarnationKey, out long current))
         {
-            return new DarqStaleIncarnationException(darq, incarnation, current);
+            // The server's detail says what it refused (an old incarnation, or another instance of this one).
+            return new DarqStaleIncarnationException(darq, incarnation, current, error.Status.Detail);
         }
 
         if (kind == StepRejected

@@ -16,6 +16,18 @@ public sealed class DarqStaleIncarnationException : InvalidOperationException
         CurrentIncarnation = currentIncarnation;
     }
 
+    /// <summary>Creates the exception with the message the refusing side wrote (a remote DARQ says which instance it refused).</summary>
+    /// <param name="darqName">The DARQ's name.</param>
+    /// <param name="incarnation">The incarnation the request carried.</param>
+    /// <param name="currentIncarnation">The DARQ's current incarnation (0 when no processor is registered).</param>
+    /// <param name="message">What was refused and why.</param>
+    public DarqStaleIncarnationException(string darqName, long incarnation, long currentIncarnation, string message)
+        : base(string.IsNullOrWhiteSpace(message) ? new DarqStaleIncarnationException(darqName, incarnation, currentIncarnation).Message : message)
+    {
+        Incarnation = incarnation;
+        CurrentIncarnation = currentIncarnation;
+    }
+
     /// <summary>The incarnation the refused request carried.</summary>
     public long Incarnation { get; }
 
