@@ -1,4 +1,6 @@
 using System.Collections.Concurrent;
+using System.Security.Cryptography.X509Certificates;
+using Dse.Coordinator.Client;
 using Grpc.Net.Client;
 
 namespace Dse.Darq.Grpc;
@@ -15,11 +17,20 @@ public sealed class GrpcDarqDestinations : IDarqDestinations, IDisposable
     /// <summary>One channel per address; guarded by itself (creating a channel twice for one address would leak one).</summary>
     private readonly Dictionary<Uri, GrpcChannel> _channels = [];
     private readonly IDarqDestinations? _fallback;
+    private readonly X509Certificate2? _certificateAuthority;
     private bool _disposed;
 
     /// <summary>Creates an empty map.</summary>
     /// <param name="fallback">Resolves the names this map does not hold; <see langword="null"/> for none.</param>
-    public GrpcDarqDestinations(IDarqDestinations? fallback = null) => _fallback = fallback;
+    /// <param name="certificateAuthority">
+    /// For https addresses: the private CA the servers' certificates must chain to, and no other root
+    /// (<see cref="TrustedCertificateAuthority"/>); <see langword="null"/> trusts what the machine trusts.
+    /// </param>
+    public GrpcDarqDestinations(IDarqDestinations? fallback = null, X509Certificate2? certificateAuthority = null)
+    {
+        _fallback = fallback;
+        _certificateAuthority = certificateAuthority;
+    }
 
     /// <summary>Sends OUT messages addressed to <paramref name="name"/> to the DARQ at <paramref name="address"/>, replacing any previous mapping.</summary>
     /// <param name="name">The destination name OUT messages carry.</param>
@@ -41,7 +52,9 @@ public sealed class GrpcDarqDestinations : IDarqDestinations, IDisposable
             ObjectDisposedException.ThrowIf(_disposed, this);
             if (!_channels.TryGetValue(address, out channel!))
             {
-                channel = GrpcChannel.ForAddress(address);
+                channel = _certificateAuthority is { } authority && address.Scheme == Uri.UriSchemeHttps
+                    ? GrpcChannel.ForAddress(address, new GrpcChannelOptions { HttpHandler = TrustedCertificateAuthority.Apply(new SocketsHttpHandler { EnableMultipleHttp2Connections = true }, authority) })
+                    : GrpcChannel.ForAddress(address);
                 _channels.Add(address, channel);
             }
         }
