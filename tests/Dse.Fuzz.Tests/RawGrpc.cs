@@ -1,21 +1,21 @@
+using Dse.Testing;
 using Grpc.Core;
 
 namespace Dse.Fuzz.Tests;
 
 /// <summary>
 /// Unary and server-streaming calls with request bytes as they are (no message type on the client side), each bounded by
-/// a deadline, so a fuzzer can send what no generated client would.
+/// a deadline, so a fuzzer can send what no generated client would. Unlike <see cref="RawGrpcCall"/>, a refusal is an
+/// outcome to examine, not an exception.
 /// </summary>
 internal static class RawGrpc
 {
     /// <summary>How long a call may take: a call still running then is a hang.</summary>
     public static readonly TimeSpan Deadline = TimeSpan.FromSeconds(5);
 
-    private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(static (byte[] b) => b, static b => b);
-
     public static async Task<CallOutcome> UnaryAsync(CallInvoker invoker, string service, string method, byte[] request, Metadata? headers = null)
     {
-        var descriptor = new Method<byte[], byte[]>(MethodType.Unary, service, method, Bytes, Bytes);
+        var descriptor = RawGrpcCall.Method(MethodType.Unary, service, method);
         using var call = invoker.AsyncUnaryCall(descriptor, null, new CallOptions(headers, DateTime.UtcNow + Deadline), request);
         try
         {
@@ -34,7 +34,7 @@ internal static class RawGrpc
     /// </summary>
     public static async Task<(CallOutcome Outcome, List<byte[]> Messages)> StreamAsync(CallInvoker invoker, string service, string method, byte[] request, int maxMessages)
     {
-        var descriptor = new Method<byte[], byte[]>(MethodType.ServerStreaming, service, method, Bytes, Bytes);
+        var descriptor = RawGrpcCall.Method(MethodType.ServerStreaming, service, method);
         using var cancel = new CancellationTokenSource();
         using var call = invoker.AsyncServerStreamingCall(descriptor, null, new CallOptions(deadline: DateTime.UtcNow + Deadline, cancellationToken: cancel.Token), request);
         var messages = new List<byte[]>();
