@@ -15,7 +15,7 @@ internal static class RawGrpc
 
     public static async Task<CallOutcome> UnaryAsync(CallInvoker invoker, string service, string method, byte[] request, Metadata? headers = null)
     {
-        var descriptor = RawGrpcCall.Method(MethodType.Unary, service, method);
+        var descriptor = RawGrpcCall.BytesMethod(MethodType.Unary, service, method);
         using var call = invoker.AsyncUnaryCall(descriptor, null, new CallOptions(headers, DateTime.UtcNow + Deadline), request);
         try
         {
@@ -34,7 +34,7 @@ internal static class RawGrpc
     /// </summary>
     public static async Task<(CallOutcome Outcome, List<byte[]> Messages)> StreamAsync(CallInvoker invoker, string service, string method, byte[] request, int maxMessages)
     {
-        var descriptor = RawGrpcCall.Method(MethodType.ServerStreaming, service, method);
+        var descriptor = RawGrpcCall.BytesMethod(MethodType.ServerStreaming, service, method);
         using var cancel = new CancellationTokenSource();
         using var call = invoker.AsyncServerStreamingCall(descriptor, null, new CallOptions(deadline: DateTime.UtcNow + Deadline, cancellationToken: cancel.Token), request);
         var messages = new List<byte[]>();

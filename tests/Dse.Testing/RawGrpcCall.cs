@@ -14,13 +14,13 @@ public static class RawGrpcCall
     private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(static (byte[] b) => b, static b => b);
 
     /// <summary>A method whose requests and replies are bytes as they are, for calls that bypass generated clients.</summary>
-    public static Method<byte[], byte[]> Method(MethodType type, string service, string method) => new(type, service, method, Bytes, Bytes);
+    public static Method<byte[], byte[]> BytesMethod(MethodType type, string service, string method) => new(type, service, method, Bytes, Bytes);
 
     /// <summary>Calls <c>/<paramref name="service"/>/<paramref name="method"/></c> with <paramref name="request"/> as the request bytes (a 30 s deadline).</summary>
     public static async Task<byte[]> UnaryAsync(ChannelBase channel, string service, string method, byte[] request, Metadata? headers = null)
     {
         ArgumentNullException.ThrowIfNull(channel);
-        var descriptor = Method(MethodType.Unary, service, method);
+        var descriptor = BytesMethod(MethodType.Unary, service, method);
         var options = new CallOptions(headers, deadline: DateTime.UtcNow.AddSeconds(30));
         using var call = channel.CreateCallInvoker().AsyncUnaryCall(descriptor, null, options, request);
         return await call.ResponseAsync;
@@ -33,7 +33,7 @@ public static class RawGrpcCall
     public static async Task<List<byte[]>> ServerStreamingAsync(ChannelBase channel, string service, string method, byte[] request)
     {
         ArgumentNullException.ThrowIfNull(channel);
-        var descriptor = Method(MethodType.ServerStreaming, service, method);
+        var descriptor = BytesMethod(MethodType.ServerStreaming, service, method);
         var options = new CallOptions(deadline: DateTime.UtcNow.AddSeconds(30));
         using var call = channel.CreateCallInvoker().AsyncServerStreamingCall(descriptor, null, options, request);
         var messages = new List<byte[]>();
