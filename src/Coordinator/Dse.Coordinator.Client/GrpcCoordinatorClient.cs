@@ -39,6 +39,9 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
     private readonly TimeSpan _longPollWait;
     private readonly Duration _longPollWaitOnWire;
 
+    // The credential sent on every call (authorization: Bearer TOKEN), or null; never changed after construction.
+    private readonly Metadata? _headers;
+
     // The limit of the client's own channel; null for a channel the caller passed in (its limits are its own).
     private readonly int? _maxMessageSize;
 
@@ -77,6 +80,7 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         _longPollWait = options.LongPollWait;
         _longPollWaitOnWire = Duration.FromTimeSpan(options.LongPollWait);
         _maxMessageSize = ownsChannel ? options.MaxMessageSize : null;
+        _headers = options.ReadToken() is { } token ? new Metadata { { "authorization", "Bearer " + token } } : null;
         Target = channel.Target;
     }
 
@@ -250,7 +254,7 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         CancellationToken cancellationToken)
     {
         cancellationToken.ThrowIfCancellationRequested();
-        var options = new CallOptions(deadline: DateTime.UtcNow + timeout, cancellationToken: cancellationToken);
+        var options = new CallOptions(headers: _headers, deadline: DateTime.UtcNow + timeout, cancellationToken: cancellationToken);
         try
         {
             using var pending = call(_client, request, options);
@@ -281,6 +285,19 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         if (name is not null && ErrorCodes.TryGetValue(name, out var code))
         {
             return new DseCoordinatorException(code, ex.Status.Detail, ex);
+        }
+
+        if (ex.StatusCode is StatusCode.Unauthenticated or StatusCode.PermissionDenied)
+        {
+            // The coordinator refused the credential (its own refusals carry the trailer): the same call fails the same
+            // way until the token is fixed, so it is not an outage.
+            string fix = ex.StatusCode == StatusCode.Unauthenticated
+                ? "Set GrpcCoordinatorClientOptions.Token or TokenPath (Dse:CoordinatorToken or Dse:CoordinatorTokenFile when hosted) to a token listed in the coordinator's participants file"
+                : "Use the token listed for that participant in the coordinator's participants file (an operator's token to remove participants)";
+            return new DseCoordinatorException(
+                CoordinatorErrorCode.InvalidRequest,
+                $"The coordinator at {Target} refused {method} with {ex.StatusCode}: {ex.Status.Detail} {fix}.",
+                ex);
         }
 
         if (ex.StatusCode == StatusCode.ResourceExhausted)

@@ -52,7 +52,23 @@ public sealed class GrpcCoordinatorClientOptions
     /// </summary>
     public string? CertificateAuthorityPath { get; set; }
 
-    /// <summary>Throws an <see cref="ArgumentException"/> naming the first invalid option.</summary>
+    /// <summary>
+    /// The participant's bearer token, sent on every call as <c>authorization: Bearer TOKEN</c>, for a coordinator host
+    /// with a participants file (<c>--participants</c>): it must be the token listed for the participant this client
+    /// speaks for (or an operator's, for <see cref="GrpcCoordinatorClient.RemoveParticipantAsync"/>). A coordinator that
+    /// refuses it answers UNAUTHENTICATED or PERMISSION_DENIED, which this client reports as
+    /// <see cref="CoordinatorErrorCode.InvalidRequest"/> (retrying cannot help). Use TLS (an https address) to keep it
+    /// secret in transit. Never logged, never part of an error message. Default <c>null</c>: no credential.
+    /// </summary>
+    public string? Token { get; set; }
+
+    /// <summary>
+    /// A file holding the bearer token (its first line, trimmed), read when the client is created; the same as
+    /// <see cref="Token"/>, which it excludes. Default <c>null</c>.
+    /// </summary>
+    public string? TokenPath { get; set; }
+
+    /// <summary>Throws an <see cref="ArgumentException"/> naming the first invalid option; reads <see cref="TokenPath"/>.</summary>
     public void Validate()
     {
         if (CallTimeout < TimeSpan.FromMilliseconds(1) || CallTimeout > TimeSpan.FromMinutes(10))
@@ -84,5 +100,72 @@ public sealed class GrpcCoordinatorClientOptions
         {
             throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(CertificateAuthorityPath)}: no file '{CertificateAuthorityPath}'.", nameof(CertificateAuthorityPath));
         }
+
+        if (Token is not null && TokenPath is not null)
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}: set {nameof(Token)} or {nameof(TokenPath)}, not both.", nameof(TokenPath));
+        }
+
+        if (TokenPath is not null && !File.Exists(TokenPath))
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(TokenPath)}: no file '{TokenPath}'.", nameof(TokenPath));
+        }
+
+        if (Token is not null && !IsValidToken(Token, out string problem))
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(Token)} cannot be sent as a bearer token: {problem}.", nameof(Token));
+        }
+
+        // The file's token is checked where it is read.
+        _ = ReadToken();
+    }
+
+    /// <summary>
+    /// The token to send: <see cref="Token"/>, or the first line of <see cref="TokenPath"/>; <c>null</c> for none.
+    /// </summary>
+    /// <exception cref="ArgumentException">The file cannot be read or holds no usable token; the message never holds its content.</exception>
+    internal string? ReadToken()
+    {
+        if (TokenPath is not { } path)
+        {
+            return Token;
+        }
+
+        string token;
+        try
+        {
+            using var reader = File.OpenText(path);
+            token = reader.ReadLine()?.Trim() ?? string.Empty;
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        {
+            throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(TokenPath)}: '{path}' cannot be read ({ex.GetType().Name}).", nameof(TokenPath), ex);
+        }
+
+        return IsValidToken(token, out string problem)
+            ? token
+            : throw new ArgumentException($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(TokenPath)}: the first line of '{path}' is not a usable bearer token: {problem}.", nameof(TokenPath));
+    }
+
+    /// <summary>Printable ASCII without spaces, as an HTTP header value carries it; the reason never holds the token.</summary>
+    private static bool IsValidToken(string token, out string problem)
+    {
+        if (token.Length == 0)
+        {
+            problem = "it is empty";
+            return false;
+        }
+
+        foreach (char c in token)
+        {
+            if (c is <= ' ' or > '~')
+            {
+                problem = "it holds a space, a control character or a non-ASCII character";
+                return false;
+            }
+        }
+
+        problem = string.Empty;
+        return true;
     }
 }
