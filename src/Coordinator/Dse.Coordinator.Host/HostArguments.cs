@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Net;
+using Dse.Grpc;
 
 namespace Dse.Coordinator.Host;
 
@@ -11,7 +12,8 @@ internal sealed class HostArguments
 
     public const string Usage = """
         Usage: Dse.Coordinator.Host --port N --log LOG [options]
-               Dse.Coordinator.Host remove --coordinator URL --id N
+               Dse.Coordinator.Host remove --coordinator URL --id N [--tls-ca PATH] [--token-file PATH]
+               Dse.Coordinator.Host token (--participant N | --operator NAME)
 
         Serves a durable DSE coordinator over gRPC on one port: TLS (HTTPS, HTTP/2 and HTTP/1.1) with --tls-cert and
         --tls-key, otherwise HTTP/2 without TLS ("prior knowledge"), which is for loopback development only. Once
@@ -30,6 +32,11 @@ internal sealed class HostArguments
                                        Anything but a loopback address needs --tls-cert and --tls-key.
           --tls-cert PATH              Serve TLS with this PEM certificate (the server's, then any intermediates).
           --tls-key PATH               The certificate's private key, PEM (PKCS#8, RSA or EC); both or neither.
+          --participants PATH          Require a bearer token on every call: a file with one line per participant,
+                                       "participant ID sha256:HEX", and per operator, "operator NAME sha256:HEX"
+                                       (make them with the token command). A participant may speak only for its own
+                                       id; only an operator may remove participants. Default: calls are not
+                                       authenticated (the host says so at start).
           --health-port N              Also serve GET /healthz over HTTP/1.1 on this port (0 picks a free one), for
                                        probes that cannot speak HTTP/2 without TLS; with TLS it serves HTTPS.
                                        Default: none.
@@ -61,6 +68,13 @@ internal sealed class HostArguments
           --tls-ca PATH                For an https coordinator: trust only this PEM CA certificate for its
                                        certificate (default: the machine's trusted roots).
           --id N                       The participant id, 0 or more.
+          --token-file PATH            A file whose first line is an operator's token, for a host with --participants.
+
+        token: prints a new random token on the first line and, on the second, the line to add to the participants
+        file (the token's SHA-256 hash; the file never holds the token). Give the token to that participant
+        (GrpcCoordinatorClientOptions.Token or TokenPath, Dse:CoordinatorToken or Dse:CoordinatorTokenFile) or operator.
+          --participant N              A token for participant N.
+          --operator NAME              A token for an operator (letters, digits, '-', '_' and '.').
 
         """;
 
@@ -93,6 +107,9 @@ internal sealed class HostArguments
 
     /// <summary>The PEM private key of <see cref="TlsCertificatePath"/>.</summary>
     public string? TlsKeyPath { get; private init; }
+
+    /// <summary>The participants file that authenticates callers, or <c>null</c>: calls are not authenticated.</summary>
+    public string? ParticipantsPath { get; private init; }
 
     /// <summary>Whether the host serves TLS.</summary>
     public bool UsesTls => TlsCertificatePath is not null;
@@ -134,7 +151,7 @@ internal sealed class HostArguments
                 value = args[++i];
             }
 
-            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format" or "--max-message-size" or "--exit-on-fault" or "--tls-cert" or "--tls-key"))
+            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format" or "--max-message-size" or "--exit-on-fault" or "--tls-cert" or "--tls-key" or "--participants"))
             {
                 throw new HostArgumentException($"Unknown option {Shown(name)}.");
             }
@@ -167,8 +184,25 @@ internal sealed class HostArguments
             }
         }
 
+        string? participants = values.GetValueOrDefault("--participants");
+        if (participants is not null)
+        {
+            try
+            {
+                // Read now, so that a file that does not parse is a usage error naming the line.
+                _ = DseCredentials.Load(participants);
+            }
+            catch (Exception ex) when (ex is InvalidDataException or IOException or UnauthorizedAccessException)
+            {
+                throw new HostArgumentException(ex is InvalidDataException
+                    ? $"--participants: {ex.Message}"
+                    : $"--participants: {Shown(participants)} cannot be read ({ex.GetType().Name}).");
+            }
+        }
+
         var parsed = new HostArguments
         {
+            ParticipantsPath = participants,
             TlsCertificatePath = tlsCertificate,
             TlsKeyPath = tlsKey,
             Port = ParseInt(Required(values, "--port"), "--port", 0, IPEndPoint.MaxPort),
@@ -228,6 +262,7 @@ internal sealed class HostArguments
         LongPollTimeout = LongPollTimeout,
         MaxMessageSize = MaxMessageSize,
         StopHostOnFault = ExitOnFault,
+        ParticipantsFile = ParticipantsPath,
     };
 
     /// <summary>

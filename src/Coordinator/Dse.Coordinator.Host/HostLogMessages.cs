@@ -15,6 +15,9 @@ internal static partial class HostLogMessages
     [LoggerMessage(EventId = 3255, Level = LogLevel.Information, Message = "DSE coordinator serves TLS on {Address} with certificate {Subject} (thumbprint {Thumbprint}, valid until {NotAfter:O})")]
     public static partial void ServingTls(ILogger logger, string address, string subject, string thumbprint, DateTime notAfter);
 
+    [LoggerMessage(EventId = 3256, Level = LogLevel.Warning, Message = "Calls to {Address} are not authenticated: anyone who can reach it may connect, report and remove participants; pass --participants PATH to require participant tokens")]
+    public static partial void NotAuthenticated(ILogger logger, string address);
+
     [LoggerMessage(EventId = 3251, Level = LogLevel.Critical, Message = "The coordinator log {Log} is held by another coordinator; this host exits: {Reason}")]
     public static partial void Fenced(ILogger logger, string log, string reason);
 

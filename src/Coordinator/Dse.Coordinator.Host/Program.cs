@@ -29,8 +29,17 @@ internal static class Program
     public static string PlaintextWarning(string address) =>
         $"serving plaintext HTTP/2 without TLS on {address}: plaintext is for loopback development only; pass --tls-cert and --tls-key to serve TLS.";
 
+    /// <summary>What a host without a participants file says at start.</summary>
+    public static string NotAuthenticatedWarning(string address) =>
+        $"calls to {address} are not authenticated: anyone who can reach it may connect, report and remove participants; pass --participants PATH to require participant tokens.";
+
     public static async Task<int> Main(string[] args)
     {
+        if (args is [TokenCommand.Name, ..])
+        {
+            return await TokenCommand.RunAsync(args[1..]);
+        }
+
         if (args is [RemoveCommand.Name, ..])
         {
             return await RemoveCommand.RunAsync(args[1..]);
@@ -116,6 +125,12 @@ internal static class Program
         else
         {
             HostLogMessages.ServingTls(logger, address, certificate.Subject, certificate.Thumbprint, certificate.NotAfter.ToUniversalTime());
+        }
+
+        if (arguments.ParticipantsPath is null)
+        {
+            HostLogMessages.NotAuthenticated(logger, address);
+            await Console.Error.WriteLineAsync($"warning: {NotAuthenticatedWarning(address)}");
         }
 
         HostLogMessages.Listening(logger, address, arguments.Log.ToString());
@@ -215,6 +230,7 @@ internal static class Program
                 options.LongPollTimeout = arguments.LongPollTimeout;
                 options.MaxMessageSize = arguments.MaxMessageSize;
                 options.StopHostOnFault = arguments.ExitOnFault;
+                options.ParticipantsFile = arguments.ParticipantsPath;
             });
 
         var app = builder.Build();

@@ -4,7 +4,7 @@ using Dse.Coordinator.Client;
 namespace Dse.Coordinator.Host;
 
 /// <summary>
-/// <c>remove --coordinator URL --id N [--tls-ca PATH]</c>: the operator's removal of a participant that is gone for good, through the
+/// <c>remove --coordinator URL --id N [--tls-ca PATH] [--token-file PATH]</c>: the operator's removal of a participant that is gone for good, through the
 /// coordinator's RemoveParticipant RPC. Prints what happened and exits with a code a script can test.
 /// </summary>
 internal static class RemoveCommand
@@ -27,9 +27,10 @@ internal static class RemoveCommand
         Uri coordinator;
         long id;
         string? authority;
+        string? tokenFile;
         try
         {
-            (coordinator, id, authority) = Parse(args);
+            (coordinator, id, authority, tokenFile) = Parse(args);
         }
         catch (HostArgumentException ex)
         {
@@ -40,11 +41,11 @@ internal static class RemoveCommand
         GrpcCoordinatorClient client;
         try
         {
-            client = new GrpcCoordinatorClient(coordinator, new GrpcCoordinatorClientOptions { CertificateAuthorityPath = authority });
+            client = new GrpcCoordinatorClient(coordinator, new GrpcCoordinatorClientOptions { CertificateAuthorityPath = authority, TokenPath = tokenFile });
         }
         catch (ArgumentException ex)
         {
-            // An unreadable --tls-ca file; the message names it.
+            // An unreadable --tls-ca or --token-file; the message names the file, never its content.
             await Console.Error.WriteLineAsync($"error: {Name}: {ex.Message}");
             return ExitUsage;
         }
@@ -73,17 +74,18 @@ internal static class RemoveCommand
         }
     }
 
-    private static (Uri Coordinator, long Id, string? Authority) Parse(IReadOnlyList<string> args)
+    private static (Uri Coordinator, long Id, string? Authority, string? TokenFile) Parse(IReadOnlyList<string> args)
     {
         string? coordinator = null;
         string? id = null;
         string? authority = null;
+        string? tokenFile = null;
         for (int i = 0; i < args.Count; i++)
         {
             string arg = args[i];
             int equals = arg.IndexOf('=', StringComparison.Ordinal);
             string name = equals > 0 ? arg[..equals] : arg;
-            if (name is not ("--coordinator" or "--id" or "--tls-ca"))
+            if (name is not ("--coordinator" or "--id" or "--tls-ca" or "--token-file"))
             {
                 throw new HostArgumentException(arg.StartsWith("--", StringComparison.Ordinal)
                     ? $"{Name}: unknown option {HostArguments.Shown(name)}."
@@ -104,7 +106,10 @@ internal static class RemoveCommand
                 throw new HostArgumentException($"{Name}: {name} needs a value.");
             }
 
-            ref string? slot = ref name == "--coordinator" ? ref coordinator : ref name == "--id" ? ref id : ref authority;
+            ref string? slot = ref name == "--coordinator" ? ref coordinator
+                : ref name == "--id" ? ref id
+                : ref name == "--tls-ca" ? ref authority
+                : ref tokenFile;
             if (slot is not null)
             {
                 throw new HostArgumentException($"{Name}: {name} is given twice.");
@@ -135,6 +140,11 @@ internal static class RemoveCommand
                 : $"{Name}: --tls-ca: no file {HostArguments.Shown(authority)}.");
         }
 
-        return (address, objectId, authority);
+        if (tokenFile is not null && !File.Exists(tokenFile))
+        {
+            throw new HostArgumentException($"{Name}: --token-file: no file {HostArguments.Shown(tokenFile)}.");
+        }
+
+        return (address, objectId, authority, tokenFile);
     }
 }

@@ -1,3 +1,4 @@
+using Dse.Grpc;
 using Grpc.Core;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -9,10 +10,14 @@ namespace Dse.Coordinator;
 /// The gRPC service <c>dse.coordinator.v1.Coordinator</c> over a <see cref="CoordinatorServer"/>'s coordinator: checks
 /// and maps each request (<see cref="ServerWire"/>), calls the coordinator, and turns its refusals into a status with
 /// the <c>dse-error-code</c> trailer (<see cref="CoordinatorMethods.Refusal"/>). A refused request changes nothing.
+/// With a participants file (<see cref="CoordinatorServer.Credentials"/>) every call is authenticated first
+/// (UNAUTHENTICATED), and a call that names a participant, or removes one, is checked against the token's identity
+/// (PERMISSION_DENIED) before the coordinator sees it.
 /// </summary>
 internal sealed class CoordinatorGrpcService
 {
     private readonly ClusterCoordinator _coordinator;
+    private readonly DseCredentials? _credentials;
     private readonly TimeSpan _longPollCap;
     private readonly TimeProvider _time;
     private readonly CancellationToken _stopping;
@@ -21,6 +26,7 @@ internal sealed class CoordinatorGrpcService
     public CoordinatorGrpcService(CoordinatorServer server, IHostApplicationLifetime lifetime, ILogger<CoordinatorGrpcService> logger)
     {
         _coordinator = server.Coordinator;
+        _credentials = server.Credentials;
         _longPollCap = server.Options.LongPollTimeout;
         _time = server.Options.TimeProvider;
         _stopping = lifetime.ApplicationStopping;
@@ -29,58 +35,73 @@ internal sealed class CoordinatorGrpcService
 
     /// <summary>A connect can wait long (a cold start waits for every expected participant): it ends with the host.</summary>
     public Task<Wire.ConnectResponse> Connect(Wire.ConnectRequest request, ServerCallContext context) =>
-        ServeAsync(nameof(Connect), request, context, static async (self, r, ct) =>
+        ServeAsync(nameof(Connect), request, context, static async (self, r, who, ct) =>
         {
             var connect = ServerWire.FromWire(r);
+            self.Permit(nameof(Connect), who, connect.ObjectId);
             CoordinatorServiceMessages.Connecting(self._logger, connect.ObjectId, connect.PersistedVersions.Count);
             return ServerWire.ToWire(await self._coordinator.ConnectAsync(connect, ct).ConfigureAwait(false));
         }, endsWithHost: true);
 
     public Task<Wire.ReportPersistedResponse> ReportPersisted(Wire.ReportPersistedRequest request, ServerCallContext context) =>
-        ServeAsync(nameof(ReportPersisted), request, context, static async (self, r, ct) =>
+        ServeAsync(nameof(ReportPersisted), request, context, static async (self, r, who, ct) =>
         {
             var (objectId, report) = ServerWire.FromWire(r);
+            self.Permit(nameof(ReportPersisted), who, objectId);
             var outcome = await self._coordinator.ReportPersistedAsync(objectId, report, ct).ConfigureAwait(false);
             return new Wire.ReportPersistedResponse { Outcome = ServerWire.ToWire(outcome) };
         });
 
     public Task<Wire.AcknowledgeRollbackResponse> AcknowledgeRollback(Wire.AcknowledgeRollbackRequest request, ServerCallContext context) =>
-        ServeAsync(nameof(AcknowledgeRollback), request, context, static async (self, r, ct) =>
+        ServeAsync(nameof(AcknowledgeRollback), request, context, static async (self, r, who, ct) =>
         {
             var (objectId, worldLine, keptThrough) = ServerWire.FromWire(r);
+            self.Permit(nameof(AcknowledgeRollback), who, objectId);
             await self._coordinator.AcknowledgeRollbackAsync(objectId, worldLine, keptThrough, ct).ConfigureAwait(false);
             return new Wire.AcknowledgeRollbackResponse();
         });
 
     public Task<Wire.ResyncResponse> Resync(Wire.ResyncRequest request, ServerCallContext context) =>
-        ServeAsync(nameof(Resync), request, context, static async (self, r, ct) =>
-            new Wire.ResyncResponse { State = ServerWire.ToWire(await self._coordinator.ResyncAsync(ServerWire.FromWire(r), ct).ConfigureAwait(false)) });
+        ServeAsync(nameof(Resync), request, context, static async (self, r, who, ct) =>
+        {
+            var resync = ServerWire.FromWire(r);
+            self.Permit(nameof(Resync), who, resync.ObjectId);
+            return new Wire.ResyncResponse { State = ServerWire.ToWire(await self._coordinator.ResyncAsync(resync, ct).ConfigureAwait(false)) };
+        });
 
     public Task<Wire.HeartbeatResponse> Heartbeat(Wire.HeartbeatRequest request, ServerCallContext context) =>
-        ServeAsync(nameof(Heartbeat), request, context, static async (self, r, ct) =>
+        ServeAsync(nameof(Heartbeat), request, context, static async (self, r, who, ct) =>
         {
-            await self._coordinator.HeartbeatAsync(ServerWire.FromWire(r), ct).ConfigureAwait(false);
+            long objectId = ServerWire.FromWire(r);
+            self.Permit(nameof(Heartbeat), who, objectId);
+            await self._coordinator.HeartbeatAsync(objectId, ct).ConfigureAwait(false);
             return new Wire.HeartbeatResponse();
         });
 
     public Task<Wire.GetStateResponse> GetState(Wire.GetStateRequest request, ServerCallContext context) =>
-        ServeAsync(nameof(GetState), request, context, static async (self, r, ct) =>
+        ServeAsync(nameof(GetState), request, context, static async (self, r, who, ct) =>
             new Wire.GetStateResponse { State = ServerWire.ToWire(await self._coordinator.GetStateAsync(ct).ConfigureAwait(false)) });
 
     public Task<Wire.WaitForChangeResponse> WaitForChange(Wire.WaitForChangeRequest request, ServerCallContext context) =>
-        ServeAsync(nameof(WaitForChange), request, context, static async (self, r, ct) =>
+        ServeAsync(nameof(WaitForChange), request, context, static async (self, r, who, ct) =>
             new Wire.WaitForChangeResponse { State = ServerWire.ToWire(await self.LongPollAsync(r, ct).ConfigureAwait(false)) });
 
-    /// <summary>The operator's removal of a participant that is gone for good; logged at Warning with the caller.</summary>
+    /// <summary>
+    /// The operator's removal of a participant that is gone for good; logged at Warning with the caller. With a
+    /// participants file only an operator's token may ask for it.
+    /// </summary>
     public Task<Wire.RemoveParticipantResponse> RemoveParticipant(Wire.RemoveParticipantRequest request, ServerCallContext context)
-    {
-        string peer = context.Peer;
-        return ServeAsync(nameof(RemoveParticipant), request, context, (self, r, ct) => self.RemoveAsync(r, peer, ct));
-    }
+        => ServeAsync(nameof(RemoveParticipant), request, context, static (self, r, who, ct) => self.RemoveAsync(r, who, ct));
 
-    private async Task<Wire.RemoveParticipantResponse> RemoveAsync(Wire.RemoveParticipantRequest request, string peer, CancellationToken cancellationToken)
+    private async Task<Wire.RemoveParticipantResponse> RemoveAsync(Wire.RemoveParticipantRequest request, CallerIdentity who, CancellationToken cancellationToken)
     {
         long objectId = ServerWire.FromWire(request);
+        if (who.Caller is { IsOperator: false } caller)
+        {
+            throw Denied(nameof(RemoveParticipant), who, $"RemoveParticipant is an operator action, and the token authenticates {caller}, not an operator (an 'operator NAME sha256:HEX' line of the participants file).");
+        }
+
+        string peer = who.Caller is null ? who.Peer : $"{who.Caller} at {who.Peer}";
         bool recovering = _coordinator.State.IsRecovering;
         bool removed = await _coordinator.RemoveParticipantAsync(objectId, cancellationToken).ConfigureAwait(false);
         if (removed)
@@ -131,14 +152,15 @@ internal sealed class CoordinatorGrpcService
         string method,
         TRequest request,
         ServerCallContext context,
-        Func<CoordinatorGrpcService, TRequest, CancellationToken, Task<TResponse>> handler,
+        Func<CoordinatorGrpcService, TRequest, CallerIdentity, CancellationToken, Task<TResponse>> handler,
         bool endsWithHost = false)
     {
+        var who = new CallerIdentity(Authenticate(method, context), context.Peer);
         var callCancelled = context.CancellationToken;
         using var linked = endsWithHost ? CancellationTokenSource.CreateLinkedTokenSource(callCancelled, _stopping) : null;
         try
         {
-            return await handler(this, request, linked?.Token ?? callCancelled).ConfigureAwait(false);
+            return await handler(this, request, who, linked?.Token ?? callCancelled).ConfigureAwait(false);
         }
         catch (OperationCanceledException) when (endsWithHost && _stopping.IsCancellationRequested && !callCancelled.IsCancellationRequested)
         {
@@ -160,4 +182,42 @@ internal sealed class CoordinatorGrpcService
             throw CoordinatorMethods.Refusal(ex.Code, ex.Message);
         }
     }
+
+    /// <summary>
+    /// The caller the call's token authenticates, or <c>null</c> when calls are not authenticated; UNAUTHENTICATED for
+    /// a call without a listed token. Neither the refusal nor the log names the token.
+    /// </summary>
+    private DseCaller? Authenticate(string method, ServerCallContext context)
+    {
+        if (_credentials is null)
+        {
+            return null;
+        }
+
+        if (_credentials.Authenticate(context.RequestHeaders, out string reason) is { } caller)
+        {
+            return caller;
+        }
+
+        CoordinatorServiceMessages.Unauthenticated(_logger, method, context.Peer, reason);
+        throw new RpcException(new Status(StatusCode.Unauthenticated, $"{method} refused: {reason}."));
+    }
+
+    /// <summary>PERMISSION_DENIED unless the caller speaks for <paramref name="objectId"/>: a participant speaks only for itself.</summary>
+    private void Permit(string method, CallerIdentity who, long objectId)
+    {
+        if (who.Caller is { } caller && !caller.SpeaksFor(objectId))
+        {
+            throw Denied(method, who, $"{method} names participant {objectId}, and the token authenticates {caller}: a participant's token speaks for that participant only.");
+        }
+    }
+
+    private RpcException Denied(string method, CallerIdentity who, string reason)
+    {
+        CoordinatorServiceMessages.PermissionDenied(_logger, method, who.Peer, reason);
+        return new RpcException(new Status(StatusCode.PermissionDenied, reason));
+    }
+
+    /// <summary>Who made a call: the authenticated caller (<c>null</c> when calls are not authenticated) and its address.</summary>
+    private readonly record struct CallerIdentity(DseCaller? Caller, string Peer);
 }

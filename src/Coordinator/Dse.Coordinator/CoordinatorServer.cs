@@ -1,3 +1,4 @@
+using Dse.Grpc;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 
@@ -13,9 +14,10 @@ public sealed class CoordinatorServer : IAsyncDisposable
     private readonly ILogger _logger;
     private int _disposed;
 
-    private CoordinatorServer(ICoordinatorLog log, ClusterCoordinator coordinator, CoordinatorServerOptions options, ILogger logger)
+    private CoordinatorServer(ICoordinatorLog log, ClusterCoordinator coordinator, CoordinatorServerOptions options, DseCredentials? credentials, ILogger logger)
     {
         Log = log;
+        Credentials = credentials;
         Coordinator = coordinator;
         Options = options;
         _logger = logger;
@@ -26,6 +28,12 @@ public sealed class CoordinatorServer : IAsyncDisposable
 
     /// <summary>The log the coordinator journals to; owned by this instance.</summary>
     public ICoordinatorLog Log { get; }
+
+    /// <summary>
+    /// The participants file read from <see cref="CoordinatorServerOptions.ParticipantsFile"/>, or <c>null</c> when calls
+    /// are not authenticated.
+    /// </summary>
+    public DseCredentials? Credentials { get; }
 
     /// <summary>The options it was opened with.</summary>
     public CoordinatorServerOptions Options { get; }
@@ -41,7 +49,7 @@ public sealed class CoordinatorServer : IAsyncDisposable
     /// <param name="cancellationToken">Cancels opening.</param>
     /// <exception cref="ArgumentException">An option is invalid; the message names it.</exception>
     /// <exception cref="CoordinatorLogFencedException">Another coordinator holds the log.</exception>
-    /// <exception cref="InvalidDataException">The log or the journal in it is corrupt.</exception>
+    /// <exception cref="InvalidDataException">The log or the journal in it is corrupt, or the participants file does not parse.</exception>
     public static async Task<CoordinatorServer> OpenAsync(ICoordinatorLog log, CoordinatorServerOptions? options = null, ILoggerFactory? loggerFactory = null, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(log);
@@ -50,11 +58,19 @@ public sealed class CoordinatorServer : IAsyncDisposable
             options ??= new CoordinatorServerOptions();
             options.Validate();
             var logger = (ILogger?)loggerFactory?.CreateLogger<CoordinatorServer>() ?? NullLogger<CoordinatorServer>.Instance;
+
+            // Read before the log opens: a file that does not parse fails the start without fencing anyone out.
+            var credentials = options.ParticipantsFile is { } path ? DseCredentials.Load(path) : null;
             var (journal, recovered) = await CoordinatorJournal.OpenAsync(log, cancellationToken).ConfigureAwait(false);
             var coordinator = await ClusterCoordinator.OpenAsync(journal, recovered, options.ToCoordinatorOptions(loggerFactory), cancellationToken).ConfigureAwait(false);
             var state = coordinator.State;
             CoordinatorServiceMessages.Opened(logger, log.Description, state.Incarnation, recovered.Count, state.IsRecovering);
-            return new CoordinatorServer(log, coordinator, options, logger);
+            if (credentials is not null)
+            {
+                CoordinatorServiceMessages.Authenticating(logger, credentials.Source, credentials.ParticipantCount, credentials.OperatorCount);
+            }
+
+            return new CoordinatorServer(log, coordinator, options, credentials, logger);
         }
         catch
         {

@@ -49,6 +49,16 @@ public sealed class CoordinatorServerOptions
     /// </summary>
     public bool StopHostOnFault { get; set; }
 
+    /// <summary>
+    /// The participants file (<c>Dse.Grpc.DseCredentials</c>): each participant id and operator name with the SHA-256 hash
+    /// of its bearer token. When set, every call needs <c>authorization: Bearer TOKEN</c> with a listed token
+    /// (UNAUTHENTICATED otherwise); a call that names a participant (Connect, ReportPersisted, AcknowledgeRollback, Resync,
+    /// Heartbeat) must carry that participant's token, and RemoveParticipant an operator's (PERMISSION_DENIED otherwise);
+    /// GetState and WaitForChange answer any listed token. Read when the server opens; a file that does not parse fails the
+    /// start naming the line. Default <c>null</c>: calls are not authenticated.
+    /// </summary>
+    public string? ParticipantsFile { get; set; }
+
     /// <summary>Clock for heartbeats and the long-poll cap. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
@@ -63,6 +73,11 @@ public sealed class CoordinatorServerOptions
         if (MaxMessageSize < 1024)
         {
             throw new ArgumentException($"{nameof(CoordinatorServerOptions)}.{nameof(MaxMessageSize)} must be at least 1024 bytes (got {MaxMessageSize}).", nameof(MaxMessageSize));
+        }
+
+        if (ParticipantsFile is not null && !File.Exists(ParticipantsFile))
+        {
+            throw new ArgumentException($"{nameof(CoordinatorServerOptions)}.{nameof(ParticipantsFile)}: no file '{ParticipantsFile}'.", nameof(ParticipantsFile));
         }
 
         // The coordinator's own options name what is wrong with the rest.

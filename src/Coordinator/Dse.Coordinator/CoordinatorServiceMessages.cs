@@ -48,4 +48,16 @@ internal static partial class CoordinatorServiceMessages
     [LoggerMessage(EventId = 3204, Level = LogLevel.Debug,
         Message = "WaitForChange past epoch {KnownEpoch} waits up to {Wait}.")]
     public static partial void LongPollWaiting(ILogger logger, long knownEpoch, TimeSpan wait);
+
+    [LoggerMessage(EventId = 3211, Level = LogLevel.Information,
+        Message = "Coordinator calls need a bearer token from participants file {Source}: {Participants} participants, {Operators} operator tokens.")]
+    public static partial void Authenticating(ILogger logger, string source, int participants, int operators);
+
+    [LoggerMessage(EventId = 3212, Level = LogLevel.Information,
+        Message = "{Method} from {Peer} refused with Unauthenticated: {Reason}.")]
+    public static partial void Unauthenticated(ILogger logger, string method, string peer, string reason);
+
+    [LoggerMessage(EventId = 3213, Level = LogLevel.Warning,
+        Message = "{Method} from {Peer} refused with PermissionDenied: {Reason}")]
+    public static partial void PermissionDenied(ILogger logger, string method, string peer, string reason);
 }

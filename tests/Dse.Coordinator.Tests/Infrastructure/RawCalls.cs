@@ -13,8 +13,8 @@ internal static class RawCalls
 {
     public const string Service = "dse.coordinator.v1.Coordinator";
 
-    public static Task<byte[]> CallAsync(ChannelBase channel, string method, byte[] request) =>
-        RawGrpcCall.UnaryAsync(channel, Service, method, request);
+    public static Task<byte[]> CallAsync(ChannelBase channel, string method, byte[] request, Metadata? headers = null) =>
+        RawGrpcCall.UnaryAsync(channel, Service, method, request, headers);
 
     public static async Task<Wire.WaitForChangeResponse> WaitForChangeAsync(ChannelBase channel, Wire.WaitForChangeRequest request) =>
         Wire.WaitForChangeResponse.Parser.ParseFrom(await CallAsync(channel, "WaitForChange", request.ToByteArray()));
