@@ -18,11 +18,14 @@ internal static class DseCoordinators
 
     /// <summary>
     /// <paramref name="given"/>, or the defaults, with <see cref="DseHostingOptions.CoordinatorCa"/> when they name no CA
-    /// themselves; <paramref name="given"/> is not changed.
+    /// themselves and <see cref="DseHostingOptions.CoordinatorToken"/> or <see cref="DseHostingOptions.CoordinatorTokenFile"/>
+    /// when they carry no token; <paramref name="given"/> is not changed.
     /// </summary>
     public static GrpcCoordinatorClientOptions? ClientOptions(GrpcCoordinatorClientOptions? given, DseHostingOptions options)
     {
-        if (options.CoordinatorCa is null || given?.CertificateAuthority is not null || given?.CertificateAuthorityPath is not null)
+        bool addCa = options.CoordinatorCa is not null && given?.CertificateAuthority is null && given?.CertificateAuthorityPath is null;
+        bool addToken = (options.CoordinatorToken is not null || options.CoordinatorTokenFile is not null) && given?.Token is null && given?.TokenPath is null;
+        if (!addCa && !addToken)
         {
             return given;
         }
@@ -34,7 +37,10 @@ internal static class DseCoordinators
             ConnectTimeout = given?.ConnectTimeout ?? defaults.ConnectTimeout,
             LongPollWait = given?.LongPollWait ?? defaults.LongPollWait,
             MaxMessageSize = given?.MaxMessageSize ?? defaults.MaxMessageSize,
-            CertificateAuthorityPath = options.CoordinatorCa,
+            CertificateAuthority = addCa ? null : given?.CertificateAuthority,
+            CertificateAuthorityPath = addCa ? options.CoordinatorCa : given?.CertificateAuthorityPath,
+            Token = addToken ? options.CoordinatorToken : given?.Token,
+            TokenPath = addToken ? options.CoordinatorTokenFile : given?.TokenPath,
         };
     }
 

@@ -47,6 +47,21 @@ public sealed class DseHostingOptions
     public string? CoordinatorCa { get; set; }
 
     /// <summary>
+    /// The bearer token of this process's StateObjects, sent on every call to a remote <see cref="Coordinator"/> whose
+    /// host has a participants file (<see cref="GrpcCoordinatorClientOptions.Token"/>). It must be listed there for the
+    /// id of every StateObject registered here. Prefer <see cref="CoordinatorTokenFile"/> or a secret store over a
+    /// configuration file. Never logged. Default <c>null</c>: no credential. Also applies to <c>UseRemoteCoordinator</c>
+    /// when its client options carry no token.
+    /// </summary>
+    public string? CoordinatorToken { get; set; }
+
+    /// <summary>
+    /// A file whose first line is the bearer token (<see cref="GrpcCoordinatorClientOptions.TokenPath"/>); the same as
+    /// <see cref="CoordinatorToken"/>, which it excludes. Default <c>null</c>.
+    /// </summary>
+    public string? CoordinatorTokenFile { get; set; }
+
+    /// <summary>
     /// How long a graceful stop waits for the versions it persisted to commit before it disposes the StateObjects
     /// anyway (and logs a warning). The host's own shutdown timeout still applies. Default 10 s; between 0 (persist,
     /// do not wait) and 1 hour.

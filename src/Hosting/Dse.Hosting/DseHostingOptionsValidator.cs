@@ -1,3 +1,4 @@
+using Dse.Coordinator.Client;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Options;
 
@@ -23,6 +24,7 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
         }
 
         ValidateCoordinatorCa(options, failures);
+        ValidateCoordinatorToken(options, failures);
 
         if (options.ShutdownTimeout < TimeSpan.Zero || options.ShutdownTimeout > TimeSpan.FromHours(1))
         {
@@ -88,6 +90,51 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
         else if (!File.Exists(path))
         {
             failures.Add($"{key} names no file (got \"{path}\"): it must be the PEM certificate of the CA that signed the coordinator's certificate.");
+        }
+    }
+
+    /// <summary>The token's own checks; a refusal names the key, never the token.</summary>
+    private static void ValidateCoordinatorToken(DseHostingOptions options, List<string> failures)
+    {
+        if (options.CoordinatorToken is null && options.CoordinatorTokenFile is null)
+        {
+            return;
+        }
+
+        string tokenKey = DseHostingOptions.Key(nameof(DseHostingOptions.CoordinatorToken));
+        string fileKey = DseHostingOptions.Key(nameof(DseHostingOptions.CoordinatorTokenFile));
+        if (options.CoordinatorToken is not null && options.CoordinatorTokenFile is not null)
+        {
+            failures.Add($"Set {tokenKey} or {fileKey}, not both.");
+            return;
+        }
+
+        if (!IsRemote(options))
+        {
+            failures.Add($"{(options.CoordinatorToken is null ? fileKey : tokenKey)} applies to a remote coordinator only (Dse:Coordinator is \"{options.Coordinator}\").");
+            return;
+        }
+
+        try
+        {
+            new GrpcCoordinatorClientOptions { Token = options.CoordinatorToken, TokenPath = options.CoordinatorTokenFile }.Validate();
+        }
+        catch (ArgumentException ex)
+        {
+            failures.Add(ex.Message.Replace($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(GrpcCoordinatorClientOptions.TokenPath)}", fileKey, StringComparison.Ordinal)
+                .Replace($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(GrpcCoordinatorClientOptions.Token)}", tokenKey, StringComparison.Ordinal));
+        }
+    }
+
+    private static bool IsRemote(DseHostingOptions options)
+    {
+        try
+        {
+            return options.ParseCoordinator() is not null;
+        }
+        catch (ArgumentException)
+        {
+            return true;   // reported once, by the coordinator's own check
         }
     }
 
