@@ -52,10 +52,10 @@ public sealed class RelayCluster : IAsyncDisposable
         }
     }
 
-    public async Task<RelayServer> ServeAsync(CounterObject counter, RelayServer? next = null, bool manual = false)
+    public async Task<RelayServer> ServeAsync(CounterObject counter, RelayServer? next = null, bool manual = false, DseHeaderAuthentication? authentication = null)
     {
         var node = new RelayNode { Counter = counter, Next = next?.DseClient() };
-        var server = await RelayServer.StartAsync(node, manual);
+        var server = await RelayServer.StartAsync(node, manual, authentication);
         _servers.Add(server);
         return server;
     }

@@ -33,7 +33,8 @@ public sealed class RelayServer : IAsyncDisposable
     /// <summary>A client whose calls carry the caller's DSE state (inside a handler, or a bound sthread).</summary>
     public Relay.RelayClient DseClient() => new(Channel.Intercept(new DseClientInterceptor()));
 
-    public static async Task<RelayServer> StartAsync(RelayNode node, bool manual = false)
+    /// <summary>Serves <paramref name="node"/>; with <paramref name="authentication"/>, only callers it accepts may send a DSE header.</summary>
+    public static async Task<RelayServer> StartAsync(RelayNode node, bool manual = false, DseHeaderAuthentication? authentication = null)
     {
         var server = await LoopbackGrpcServer.StartAsync(
             app =>
@@ -51,9 +52,13 @@ public sealed class RelayServer : IAsyncDisposable
             {
                 BadInputLogging.Capture(services);
                 services.AddSingleton(node);
+                if (authentication is not null)
+                {
+                    services.AddSingleton(authentication);
+                }
 
                 // Resolved per call, so a restarted node (a new StateObject) is picked up by the next call.
-                services.AddTransient(_ => new DseServerInterceptor(node.Counter));
+                services.AddTransient(_ => new DseServerInterceptor(node.Counter, authentication));
                 services.AddGrpc(options =>
                 {
                     if (!manual)

@@ -25,6 +25,9 @@ public sealed class DseClientInterceptor : Interceptor
 {
     private readonly ILogger _logger;
 
+    // "Bearer TOKEN", sent with every header; null for no credential. Never logged.
+    private readonly string? _authorization;
+
     // The methods warned about already: the warning is logged once per method, the metric counts every reply.
     private readonly ConcurrentDictionary<string, byte> _warned = new(StringComparer.Ordinal);
 
@@ -36,9 +39,27 @@ public sealed class DseClientInterceptor : Interceptor
 
     /// <summary>An interceptor that logs a warning, once per method, for replies from servers without DSE.</summary>
     public DseClientInterceptor(ILogger<DseClientInterceptor> logger)
+        : this(logger, token: null)
+    {
+    }
+
+    /// <summary>
+    /// An interceptor that also sends <paramref name="token"/>, the caller's participant token, as
+    /// <c>authorization: Bearer TOKEN</c> on every call that carries a DSE header, so that a speculative service with a
+    /// participants file (<see cref="DseHeaderAuthentication"/>) accepts the header. Calls without a header, and calls
+    /// whose metadata already hold an <c>authorization</c> entry, are sent as they are. <c>null</c>: no credential.
+    /// </summary>
+    /// <exception cref="ArgumentException">The token cannot be sent as a bearer token; the message never holds it.</exception>
+    public DseClientInterceptor(ILogger<DseClientInterceptor> logger, string? token)
     {
         ArgumentNullException.ThrowIfNull(logger);
+        if (token is not null && !DseCredentials.IsUsableToken(token, out string problem))
+        {
+            throw new ArgumentException($"The participant token cannot be sent as a bearer token: {problem}.", nameof(token));
+        }
+
         _logger = logger;
+        _authorization = token is null ? null : $"{DseCredentials.Scheme} {token}";
     }
 
     /// <inheritdoc />
@@ -67,22 +88,25 @@ public sealed class DseClientInterceptor : Interceptor
     public override AsyncServerStreamingCall<TResponse> AsyncServerStreamingCall<TRequest, TResponse>(TRequest request, ClientInterceptorContext<TRequest, TResponse> context, AsyncServerStreamingCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        return continuation(request, DseOrigin.Capture(context.Method.FullName).AddTo(context));
+        return continuation(request, DseOrigin.Capture(context.Method.FullName).AddTo(context, _authorization));
     }
 
     /// <inheritdoc />
     public override AsyncClientStreamingCall<TRequest, TResponse> AsyncClientStreamingCall<TRequest, TResponse>(ClientInterceptorContext<TRequest, TResponse> context, AsyncClientStreamingCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        return continuation(DseOrigin.Capture(context.Method.FullName).AddTo(context));
+        return continuation(DseOrigin.Capture(context.Method.FullName).AddTo(context, _authorization));
     }
 
     /// <inheritdoc />
     public override AsyncDuplexStreamingCall<TRequest, TResponse> AsyncDuplexStreamingCall<TRequest, TResponse>(ClientInterceptorContext<TRequest, TResponse> context, AsyncDuplexStreamingCallContinuation<TRequest, TResponse> continuation)
     {
         ArgumentNullException.ThrowIfNull(continuation);
-        return continuation(DseOrigin.Capture(context.Method.FullName).AddTo(context));
+        return continuation(DseOrigin.Capture(context.Method.FullName).AddTo(context, _authorization));
     }
+
+    /// <summary>The credential a call with a header carries ("Bearer TOKEN"), or <c>null</c>.</summary>
+    internal string? Authorization => _authorization;
 
     /// <summary>A successful reply to a call that sent a header came back without one or the barrier trailer.</summary>
     internal void ReplyWithoutHeader(string method)

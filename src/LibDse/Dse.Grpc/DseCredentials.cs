@@ -146,6 +146,32 @@ public sealed class DseCredentials
     /// <summary>A new random token: 32 random bytes, base64url, prefixed <c>dse_</c>.</summary>
     public static string CreateToken() => "dse_" + Base64Url(RandomNumberGenerator.GetBytes(32));
 
+    /// <summary>
+    /// Whether <paramref name="token"/> can be sent as a bearer token: printable ASCII without spaces, as an HTTP header
+    /// value carries it. The <paramref name="problem"/> never holds the token.
+    /// </summary>
+    public static bool IsUsableToken(string token, out string problem)
+    {
+        ArgumentNullException.ThrowIfNull(token);
+        if (token.Length == 0)
+        {
+            problem = "it is empty";
+            return false;
+        }
+
+        foreach (char c in token)
+        {
+            if (c is <= ' ' or > '~')
+            {
+                problem = "it holds a space, a control character or a non-ASCII character";
+                return false;
+            }
+        }
+
+        problem = string.Empty;
+        return true;
+    }
+
     /// <summary>The hash of <paramref name="token"/> as a participants file holds it: <c>sha256:</c> and 64 lowercase hex digits.</summary>
     public static string HashToken(string token)
     {

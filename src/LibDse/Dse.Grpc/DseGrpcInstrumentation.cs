@@ -13,4 +13,8 @@ public static class DseGrpcInstrumentation
     /// <summary>Unary replies to calls that sent a DSE header, that came back with neither a header nor the barrier trailer (tag <c>method</c>).</summary>
     internal static readonly Counter<long> RepliesWithoutHeader = Meter.CreateCounter<long>("dse.grpc.replies.without_header", "{reply}",
         "Replies to calls that sent a DSE header and came back without one: the server has no DSE, so it ran outside any action.");
+
+    /// <summary>Calls refused because their DSE header came from a caller that may not send it (tags <c>method</c>, <c>code</c>).</summary>
+    internal static readonly Counter<long> HeadersRefused = Meter.CreateCounter<long>("dse.grpc.headers.refused", "{call}",
+        "Calls refused because their DSE header came from a caller that is not an authenticated participant, or from a participant the header does not name.");
 }

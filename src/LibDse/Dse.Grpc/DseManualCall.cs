@@ -16,11 +16,21 @@ public static class DseManualCall
     /// <exception cref="RpcException">INVALID_ARGUMENT for a malformed header (bytes that do not parse, two header
     /// entries, or a header the StateObject's header rules refuse); ABORTED when the request came from
     /// rolled-back state and was discarded; UNAVAILABLE when the StateObject cannot serve.</exception>
-    public static async ValueTask<bool> StartActionAsync(StateObject owner, ServerCallContext context)
+    public static ValueTask<bool> StartActionAsync(StateObject owner, ServerCallContext context) =>
+        StartActionAsync(owner, context, authentication: null);
+
+    /// <summary>
+    /// Starts an action like <see cref="StartActionAsync(StateObject, ServerCallContext)"/>, first refusing a header from
+    /// a caller that <paramref name="authentication"/> does not accept (<c>null</c>: every caller may send one).
+    /// </summary>
+    /// <exception cref="RpcException">As <see cref="StartActionAsync(StateObject, ServerCallContext)"/>, and
+    /// UNAUTHENTICATED or PERMISSION_DENIED when the caller may not send its header (nothing started).</exception>
+    public static async ValueTask<bool> StartActionAsync(StateObject owner, ServerCallContext context, DseHeaderAuthentication? authentication)
     {
         ArgumentNullException.ThrowIfNull(owner);
         ArgumentNullException.ThrowIfNull(context);
         bool speculativeCaller = DseMetadata.TryGetRequestHeader(context, out var header);
+        authentication?.Check(header, context);
         bool started;
         try
         {

@@ -36,8 +36,11 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
         return default;
     }
 
-    /// <summary>The call's context with the header added to a copy of its metadata (the caller's may be reused).</summary>
-    public ClientInterceptorContext<TRequest, TResponse> AddTo<TRequest, TResponse>(ClientInterceptorContext<TRequest, TResponse> context)
+    /// <summary>
+    /// The call's context with the header, and the caller's credential (<paramref name="authorization"/>, unless the
+    /// metadata hold one already), added to a copy of its metadata (the caller's may be reused).
+    /// </summary>
+    public ClientInterceptorContext<TRequest, TResponse> AddTo<TRequest, TResponse>(ClientInterceptorContext<TRequest, TResponse> context, string? authorization)
         where TRequest : class
         where TResponse : class
     {
@@ -52,10 +55,18 @@ internal readonly record struct DseOrigin(DseOriginKind Kind, DseHeader Header, 
             foreach (var entry in existing)
             {
                 headers.Add(entry);
+                if (string.Equals(entry.Key, DseCredentials.AuthorizationKey, StringComparison.Ordinal))
+                {
+                    authorization = null;   // the caller's own credential wins
+                }
             }
         }
 
         DseMetadata.SetHeader(headers, Header);
+        if (authorization is not null)
+        {
+            headers.Add(DseCredentials.AuthorizationKey, authorization);
+        }
         return new ClientInterceptorContext<TRequest, TResponse>(context.Method, context.Host, context.Options.WithHeaders(headers));
     }
 

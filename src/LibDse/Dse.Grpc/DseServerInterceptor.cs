@@ -20,16 +20,31 @@ namespace Dse.Grpc;
 public sealed class DseServerInterceptor : Interceptor
 {
     private readonly StateObject _owner;
+    private readonly DseHeaderAuthentication? _authentication;
 
-    /// <summary>Intercepts calls on behalf of <paramref name="owner"/>, the StateObject whose state the handlers change.</summary>
+    /// <summary>Intercepts calls on behalf of <paramref name="owner"/>, the StateObject whose state the handlers change; any caller may send a header.</summary>
     public DseServerInterceptor(StateObject owner)
+        : this(owner, authentication: null)
+    {
+    }
+
+    /// <summary>
+    /// Intercepts calls on behalf of <paramref name="owner"/>, accepting a DSE header only from a caller that
+    /// <paramref name="authentication"/> accepts (UNAUTHENTICATED or PERMISSION_DENIED otherwise, before the handler runs);
+    /// <c>null</c> accepts a header from any caller.
+    /// </summary>
+    public DseServerInterceptor(StateObject owner, DseHeaderAuthentication? authentication)
     {
         ArgumentNullException.ThrowIfNull(owner);
         _owner = owner;
+        _authentication = authentication;
     }
 
     /// <summary>The StateObject the handlers run on.</summary>
     public StateObject Owner => _owner;
+
+    /// <summary>Who may send a DSE header; <c>null</c> when any caller may.</summary>
+    public DseHeaderAuthentication? Authentication => _authentication;
 
     /// <inheritdoc />
     public override async Task<TResponse> UnaryServerHandler<TRequest, TResponse>(TRequest request, ServerCallContext context, UnaryServerMethod<TRequest, TResponse> continuation)
@@ -80,7 +95,7 @@ public sealed class DseServerInterceptor : Interceptor
     /// <summary>Reads the caller's header and starts the call's first action, as manual mode does.</summary>
     private async ValueTask<(DseCallScope Scope, bool SpeculativeCaller)> BeginAsync(ServerCallContext context)
     {
-        bool speculativeCaller = await DseManualCall.StartActionAsync(_owner, context).ConfigureAwait(false);
+        bool speculativeCaller = await DseManualCall.StartActionAsync(_owner, context, _authentication).ConfigureAwait(false);
         return (new DseCallScope(_owner, context.CancellationToken), speculativeCaller);
     }
 

@@ -36,7 +36,7 @@ internal sealed class DseUnaryCall<TRequest, TResponse>
                 await WaitForCommitAsync(context, origin, method).ConfigureAwait(false);
             }
 
-            call = continuation(request, origin.AddTo(context));
+            call = continuation(request, origin.AddTo(context, _interceptor.Authorization));
         }
         catch (RpcException ex)
         {

@@ -7,7 +7,7 @@ namespace Dse.Services.Grpc;
 /// <summary>
 /// The key-value store's gRPC API (<c>dse.services.v1.KeyValueService</c>) with DSE written by hand: host it WITHOUT
 /// <see cref="DseServerInterceptor"/>. Each call is exactly one action: it starts from the caller's DSE header
-/// (<see cref="DseManualCall.StartActionAsync"/>), runs the store operation, and ends with
+/// (<see cref="DseManualCall.StartActionAsync(StateObject, ServerCallContext, DseHeaderAuthentication?)"/>), runs the store operation, and ends with
 /// <see cref="DseManualCall.EndActionAsync"/>, which returns the header in the trailers to a speculative caller at once
 /// and holds the reply to a non-speculative caller until its state is recoverable.
 /// </summary>
@@ -24,12 +24,17 @@ namespace Dse.Services.Grpc;
 public sealed class ManualSpeculativeKvService : KeyValueService.KeyValueServiceBase
 {
     private readonly SpeculativeKv _kv;
+    private readonly DseHeaderAuthentication? _authentication;
 
-    /// <summary>Serves <paramref name="kv"/>.</summary>
-    public ManualSpeculativeKvService(SpeculativeKv kv)
+    /// <summary>
+    /// Serves <paramref name="kv"/>, accepting DSE headers only from callers <paramref name="authentication"/> accepts
+    /// (hosting registers it from <c>Dse:Participants</c>); <c>null</c>: from any caller.
+    /// </summary>
+    public ManualSpeculativeKvService(SpeculativeKv kv, DseHeaderAuthentication? authentication = null)
     {
         ArgumentNullException.ThrowIfNull(kv);
         _kv = kv;
+        _authentication = authentication;
     }
 
     /// <inheritdoc />
@@ -55,7 +60,7 @@ public sealed class ManualSpeculativeKvService : KeyValueService.KeyValueService
     /// <summary>Runs one operation as one action; an error reply is released like a result (it may depend on state).</summary>
     private async Task<TReply> RunAsync<TRequest, TReply>(TRequest request, ServerCallContext context, Func<SpeculativeKv, TRequest, ServerCallContext, ValueTask<TReply>> operation)
     {
-        bool speculativeCaller = await DseManualCall.StartActionAsync(_kv, context);
+        bool speculativeCaller = await DseManualCall.StartActionAsync(_kv, context, _authentication);
         TReply reply;
         try
         {
