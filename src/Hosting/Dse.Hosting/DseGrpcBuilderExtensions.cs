@@ -49,7 +49,7 @@ public static class DseGrpcBuilderExtensions
     {
         // Checked when the host starts (the StateObject may be registered after this call).
         DseRegistry.Of(builder).InterceptorOwners.Add((typeof(TStateObject), registration));
-        builder.Services.TryAddSingleton<DseClientInterceptor>();
+        builder.Services.TryAddSingleton(DseServiceIdentity.ClientInterceptor);
         builder.Services.TryAddSingleton<DseServerInterceptor<TStateObject>>();
     }
 }

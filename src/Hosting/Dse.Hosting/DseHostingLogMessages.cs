@@ -40,4 +40,10 @@ internal static partial class DseHostingLogMessages
 
     [LoggerMessage(EventId = 5011, Level = LogLevel.Information, Message = "Serving TLS on {Endpoint} with certificate {Subject} (thumbprint {Thumbprint}, valid until {NotAfter:O})")]
     public static partial void ServingTls(ILogger logger, string endpoint, string subject, string thumbprint, DateTime notAfter);
+
+    [LoggerMessage(EventId = 5012, Level = LogLevel.Information, Message = "Speculative gRPC services accept DSE headers only from authenticated participants: {Count} participant id(s) in {Path} (Dse:Participants)")]
+    public static partial void HeadersAuthenticated(ILogger logger, int count, string path);
+
+    [LoggerMessage(EventId = 5013, Level = LogLevel.Warning, Message = "Dse:AcceptUnauthenticatedHeaders is on: a DSE header from a caller that sends no credential is accepted, so anyone who can reach the services can make their StateObjects depend on versions it names")]
+    public static partial void AcceptingUnauthenticatedHeaders(ILogger logger);
 }

@@ -62,6 +62,32 @@ public sealed class DseHostingOptions
     public string? CoordinatorTokenFile { get; set; }
 
     /// <summary>
+    /// The participants file of this host's speculative gRPC services (the coordinator's format, read with
+    /// <see cref="Dse.Grpc.DseCredentials"/>): with it, a call that carries a DSE header must carry a listed participant's
+    /// bearer token, and an origin header must name a participant that token speaks for (UNAUTHENTICATED or
+    /// PERMISSION_DENIED otherwise, before the handler runs). Calls without a header are not affected. Read and checked
+    /// at start; its content is never logged. Default <c>null</c>: a header from any caller is accepted.
+    /// </summary>
+    public string? Participants { get; set; }
+
+    /// <summary>
+    /// With <see cref="Participants"/>, also accept a DSE header from a caller that sends no credential at all (a
+    /// credential that is sent is still checked). Only valid with <see cref="Participants"/>. Default <c>false</c>.
+    /// </summary>
+    public bool AcceptUnauthenticatedHeaders { get; set; }
+
+    /// <summary>
+    /// The bearer token this process's outgoing DSE calls carry (the <see cref="Dse.Grpc.DseClientInterceptor"/> hosting
+    /// registers sends it with every call that carries a header), so that a speculative service with a participants
+    /// file accepts them. It must be listed there for the id of every StateObject whose handlers make such calls;
+    /// usually the same token as <see cref="CoordinatorToken"/>. Never logged. Default <c>null</c>: no credential.
+    /// </summary>
+    public string? Token { get; set; }
+
+    /// <summary>A file whose first line is <see cref="Token"/>, which it excludes; read at start. Default <c>null</c>.</summary>
+    public string? TokenFile { get; set; }
+
+    /// <summary>
     /// How long a graceful stop waits for the versions it persisted to commit before it disposes the StateObjects
     /// anyway (and logs a warning). The host's own shutdown timeout still applies. Default 10 s; between 0 (persist,
     /// do not wait) and 1 hour.

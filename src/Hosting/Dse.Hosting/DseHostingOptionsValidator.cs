@@ -25,6 +25,7 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
 
         ValidateCoordinatorCa(options, failures);
         ValidateCoordinatorToken(options, failures);
+        ValidateServiceIdentity(options, failures);
 
         if (options.ShutdownTimeout < TimeSpan.Zero || options.ShutdownTimeout > TimeSpan.FromHours(1))
         {
@@ -123,6 +124,35 @@ internal sealed class DseHostingOptionsValidator(DseRegistry registry, IServiceP
         {
             failures.Add(ex.Message.Replace($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(GrpcCoordinatorClientOptions.TokenPath)}", fileKey, StringComparison.Ordinal)
                 .Replace($"{nameof(GrpcCoordinatorClientOptions)}.{nameof(GrpcCoordinatorClientOptions.Token)}", tokenKey, StringComparison.Ordinal));
+        }
+    }
+
+    /// <summary><c>Dse:Participants</c> parses, the opt-in has a file to qualify, and <c>Dse:Token</c> can be sent; never echoing a token or a line.</summary>
+    private static void ValidateServiceIdentity(DseHostingOptions options, List<string> failures)
+    {
+        if (options.Participants is not null)
+        {
+            try
+            {
+                DseServiceIdentity.LoadParticipants(options);
+            }
+            catch (ArgumentException ex)
+            {
+                failures.Add(ex.Message);
+            }
+        }
+        else if (options.AcceptUnauthenticatedHeaders)
+        {
+            failures.Add($"{DseHostingOptions.Key(nameof(DseHostingOptions.AcceptUnauthenticatedHeaders))} applies only with {DseHostingOptions.Key(nameof(DseHostingOptions.Participants))}: without a participants file every header is accepted already.");
+        }
+
+        try
+        {
+            DseServiceIdentity.ReadToken(options);
+        }
+        catch (ArgumentException ex)
+        {
+            failures.Add(ex.Message);
         }
     }
 

@@ -20,13 +20,17 @@ public sealed class DseServerInterceptor<T> : Interceptor
     private readonly TimeSpan _barrierTimeout;
     private readonly TimeProvider _time;
 
-    /// <summary>Intercepts calls on behalf of <paramref name="owner"/> with the host's barrier timeout.</summary>
-    public DseServerInterceptor(T owner, IOptions<DseHostingOptions> options, TimeProvider? timeProvider = null)
+    /// <summary>
+    /// Intercepts calls on behalf of <paramref name="owner"/> with the host's barrier timeout, accepting DSE headers only
+    /// from callers <paramref name="authentication"/> accepts (hosting registers it from <c>Dse:Participants</c>;
+    /// <c>null</c>: from any caller).
+    /// </summary>
+    public DseServerInterceptor(T owner, IOptions<DseHostingOptions> options, TimeProvider? timeProvider = null, DseHeaderAuthentication? authentication = null)
     {
         ArgumentNullException.ThrowIfNull(owner);
         ArgumentNullException.ThrowIfNull(options);
         _owner = owner;
-        _inner = new DseServerInterceptor(owner);
+        _inner = new DseServerInterceptor(owner, authentication);
         _barrierTimeout = options.Value.BarrierTimeout;
         _time = timeProvider ?? TimeProvider.System;
     }

@@ -1,4 +1,5 @@
 using Dse;
+using Dse.Grpc;
 using Dse.Hosting;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
@@ -37,6 +38,9 @@ public static class DseServiceCollectionExtensions
             services.TryAddSingleton<DseHostedService>();
             services.AddHostedService(static provider => provider.GetRequiredService<DseHostedService>());
             services.TryAddSingleton<IDseReadiness>(static provider => provider.GetRequiredService<DseHostedService>());
+
+            // Null without Dse:Participants: every caller may send a header (interceptors and manual handlers take null).
+            services.TryAddSingleton<DseHeaderAuthentication>(static provider => DseServiceIdentity.HeaderAuthentication(provider)!);
         }
 
         if (configure is not null)
