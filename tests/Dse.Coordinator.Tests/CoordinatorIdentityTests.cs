@@ -244,7 +244,7 @@ public sealed partial class CoordinatorIdentityTests : IAsyncLifetime
         var error = await Assert.ThrowsAsync<DseCoordinatorException>(call);
         var rpc = Assert.IsType<RpcException>(error.InnerException);
         Assert.Equal(status, rpc.StatusCode);
-        Assert.Equal(CoordinatorErrorCode.InvalidRequest, error.Code);
+        Assert.Equal(CoordinatorErrorCode.CredentialRefused, error.Code);
         Assert.Contains(detail, error.Message, StringComparison.Ordinal);
         _errors.Add(error.ToString());
     }

@@ -151,10 +151,27 @@ public sealed class HeaderRulesTests
     }
 
     [Fact]
+    public async Task Report_CredentialRefused_FaultsWithTheReasonInsteadOfRetryingForever()
+    {
+        var coordinator = new RefusingReports(new ClusterCoordinator(), CoordinatorErrorCode.CredentialRefused, "PERMISSION_DENIED: the token does not speak for participant 1");
+        var a = MemoryStateObject.Create(1);
+        await a.ConnectAsync(coordinator);
+        Assert.True(a.TryStartLocalAction());
+        a.Record(1);
+        a.EndAction();
+        await a.AdvanceVersionAsync();
+
+        await Assert.ThrowsAsync<DseFaultedException>(() => a.RefreshAsync().AsTask());
+        var fault = Assert.IsType<DseFaultedException>(a.Fault);
+        Assert.Contains("the token does not speak for participant 1", fault.Message);
+        Assert.DoesNotContain("discards", fault.Message);
+    }
+
+    [Fact]
     public async Task Report_RefusedAsInvalid_FaultsWithTheReasonInsteadOfRetryingForever()
     {
         var inner = new ClusterCoordinator();
-        var coordinator = new RefusingReports(inner);
+        var coordinator = new RefusingReports(inner, CoordinatorErrorCode.InvalidRequest, "dependencies[0].object_id is -5");
         var a = MemoryStateObject.Create(1);
         await a.ConnectAsync(coordinator);
         Assert.True(a.TryStartLocalAction());
@@ -168,13 +185,13 @@ public sealed class HeaderRulesTests
         Assert.Contains("restart it on the same storage", fault.Message);
     }
 
-    /// <summary>A coordinator that refuses every report as invalid, as one does a fragment it cannot accept.</summary>
-    private sealed class RefusingReports(ClusterCoordinator inner) : IDseCoordinator
+    /// <summary>A coordinator that refuses every report for good, as one does a fragment it cannot accept or a credential it does not know.</summary>
+    private sealed class RefusingReports(ClusterCoordinator inner, CoordinatorErrorCode code, string reason) : IDseCoordinator
     {
         public ValueTask<ConnectResponse> ConnectAsync(ConnectRequest request, CancellationToken cancellationToken = default) => inner.ConnectAsync(request, cancellationToken);
 
         public ValueTask<ReportOutcome> ReportPersistedAsync(long objectId, VersionReport report, CancellationToken cancellationToken = default) =>
-            ValueTask.FromException<ReportOutcome>(new DseCoordinatorException(CoordinatorErrorCode.InvalidRequest, "dependencies[0].object_id is -5"));
+            ValueTask.FromException<ReportOutcome>(new DseCoordinatorException(code, reason));
 
         public ValueTask AcknowledgeRollbackAsync(long objectId, long worldLine, long keptThrough, CancellationToken cancellationToken = default) =>
             inner.AcknowledgeRollbackAsync(objectId, worldLine, keptThrough, cancellationToken);

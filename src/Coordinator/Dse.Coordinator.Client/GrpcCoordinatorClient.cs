@@ -295,7 +295,7 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
                 ? "Set GrpcCoordinatorClientOptions.Token or TokenPath (Dse:CoordinatorToken or Dse:CoordinatorTokenFile when hosted) to a token listed in the coordinator's participants file"
                 : "Use the token listed for that participant in the coordinator's participants file (an operator's token to remove participants)";
             return new DseCoordinatorException(
-                CoordinatorErrorCode.InvalidRequest,
+                CoordinatorErrorCode.CredentialRefused,
                 $"The coordinator at {Target} refused {method} with {ex.StatusCode}: {ex.Status.Detail} {fix}.",
                 ex);
         }

@@ -57,7 +57,7 @@ public sealed class GrpcCoordinatorClientOptions
     /// with a participants file (<c>--participants</c>): it must be the token listed for the participant this client
     /// speaks for (or an operator's, for <see cref="GrpcCoordinatorClient.RemoveParticipantAsync"/>). A coordinator that
     /// refuses it answers UNAUTHENTICATED or PERMISSION_DENIED, which this client reports as
-    /// <see cref="CoordinatorErrorCode.InvalidRequest"/> (retrying cannot help). Use TLS (an https address) to keep it
+    /// <see cref="CoordinatorErrorCode.CredentialRefused"/> (retrying cannot help). Use TLS (an https address) to keep it
     /// secret in transit. Never logged, never part of an error message. Default <c>null</c>: no credential.
     /// </summary>
     public string? Token { get; set; }

@@ -26,4 +26,10 @@ public enum CoordinatorErrorCode
 
     /// <summary>The participant was not among the participants a cold start expects.</summary>
     NotExpected,
+
+    /// <summary>
+    /// The coordinator refused the caller's credential (no token, an unknown one, or one that does not speak for this
+    /// participant): the same call fails the same way until the credential is fixed.
+    /// </summary>
+    CredentialRefused,
 }

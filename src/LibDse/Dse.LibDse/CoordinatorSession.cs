@@ -149,6 +149,12 @@ internal sealed class CoordinatorSession
                     await ResyncAsync(coordinator, cancellationToken).ConfigureAwait(false);
                     continue;
                 }
+                catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.CredentialRefused)
+                {
+                    // Not an outage either: the same credential is refused the same way until an operator fixes it.
+                    _owner.SetFault(new DseFaultedException($"StateObject {_owner.Id}: {ex.Message}", ex));
+                    return;
+                }
                 catch (DseCoordinatorException ex) when (ex.Code == CoordinatorErrorCode.InvalidRequest)
                 {
                     // Not an outage: no retry will ever be accepted, and versions commit in order, so nothing after this one
