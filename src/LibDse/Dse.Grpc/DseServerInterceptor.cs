@@ -22,18 +22,14 @@ public sealed class DseServerInterceptor : Interceptor
     private readonly StateObject _owner;
     private readonly DseHeaderAuthentication? _authentication;
 
-    /// <summary>Intercepts calls on behalf of <paramref name="owner"/>, the StateObject whose state the handlers change; any caller may send a header.</summary>
-    public DseServerInterceptor(StateObject owner)
-        : this(owner, authentication: null)
-    {
-    }
-
     /// <summary>
-    /// Intercepts calls on behalf of <paramref name="owner"/>, accepting a DSE header only from a caller that
-    /// <paramref name="authentication"/> accepts (UNAUTHENTICATED or PERMISSION_DENIED otherwise, before the handler runs);
-    /// <c>null</c> accepts a header from any caller.
+    /// Intercepts calls on behalf of <paramref name="owner"/>, the StateObject whose state the handlers change, accepting
+    /// a DSE header only from a caller that <paramref name="authentication"/> accepts (UNAUTHENTICATED or
+    /// PERMISSION_DENIED otherwise, before the handler runs); <c>null</c> accepts a header from any caller.
     /// </summary>
-    public DseServerInterceptor(StateObject owner, DseHeaderAuthentication? authentication)
+    /// <remarks>One constructor, so that <c>Interceptors.Add&lt;DseServerInterceptor&gt;(owner)</c> activates it
+    /// unambiguously, taking the <see cref="DseHeaderAuthentication"/> registered in DI when there is one.</remarks>
+    public DseServerInterceptor(StateObject owner, DseHeaderAuthentication? authentication = null)
     {
         ArgumentNullException.ThrowIfNull(owner);
         _owner = owner;
