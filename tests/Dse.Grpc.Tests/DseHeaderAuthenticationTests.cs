@@ -13,6 +13,7 @@ namespace Dse.Grpc.Tests;
 /// hash reaches a log line or an error message. Calls without a header need no token.
 /// </summary>
 [Trait("Category", "Security")]
+[Collection(MeterIsolation.Name)]
 public sealed class DseHeaderAuthenticationTests : IAsyncLifetime
 {
     private const string AddMethod = "/dse.testing.v1.Relay/Add";

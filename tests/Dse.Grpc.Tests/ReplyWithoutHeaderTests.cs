@@ -11,6 +11,7 @@ namespace Dse.Grpc.Tests;
 /// A call that carries a DSE header to a server without DSE comes back without one: the client interceptor warns once per
 /// method and counts every such reply. Replies from DSE servers (a header, or the barrier trailer) are not reported.
 /// </summary>
+[Collection(MeterIsolation.Name)]
 public sealed class ReplyWithoutHeaderTests : IAsyncLifetime
 {
     private const int ReplyWithoutHeaderEvent = 1300;
