@@ -346,6 +346,9 @@ public sealed class DarqBacklogTests
         var darq = await Darq.OpenAsync(options, logs);
         await EnqueueAsync(darq, 0, 600);
         await darq.CommitAsync();
+
+        // Hold the page read (which ignores cancellation), not the length-word check before it (which honours it).
+        device.HeldReadMinLength = 4096;
         device.HoldReads();
         var processor = await darq.RegisterProcessorAsync();
         for (int i = 0; i < 4; i++)

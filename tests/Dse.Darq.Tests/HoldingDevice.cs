@@ -28,6 +28,12 @@ internal sealed class HoldingDevice(IDevice inner) : DelegatingDevice(inner, own
         }
     }
 
+    /// <summary>
+    /// Only reads of at least this many bytes are held (default 0: every read). A scan checks a record's length word with
+    /// a one-sector read that honours cancellation; a test that needs the page read, which does not, holds only that.
+    /// </summary>
+    public uint HeldReadMinLength { get; set; }
+
     /// <summary>Completes when the first read is held back after <see cref="HoldReads"/>.</summary>
     public Task FirstReadHeld => _firstReadHeld.Task;
 
@@ -76,7 +82,7 @@ internal sealed class HoldingDevice(IDevice inner) : DelegatingDevice(inner, own
     public override void ReadAsync(int segmentId, ulong sourceAddress, IntPtr destinationAddress, uint readLength,
         DeviceIOCompletionCallback callback, object? context)
     {
-        if (TryHold(ref _heldReads, () => base.ReadAsync(segmentId, sourceAddress, destinationAddress, readLength, callback, context)))
+        if (readLength >= HeldReadMinLength && TryHold(ref _heldReads, () => base.ReadAsync(segmentId, sourceAddress, destinationAddress, readLength, callback, context)))
         {
             _firstReadHeld.TrySetResult();
             return;
