@@ -49,7 +49,14 @@ public sealed class PrimitivesScenario : IScenario
         var so = await NoopStateObject.ConnectNewAsync(coordinator, SelfId, runBackgroundTasks: true, TimeSpan.FromMilliseconds(10)).ConfigureAwait(false);
         await using (so.ConfigureAwait(false))
         {
-            // Senders at a spread of versions, none above ours (commit ordering), so every header starts at once.
+            // The senders are registered participants (the header rules refuse any other), at a spread of versions none
+            // above ours (commit ordering), so every header starts at once.
+            for (int i = 0; i < Senders; i++)
+            {
+                await coordinator.ConnectAsync(new ConnectRequest(FirstSenderId + i, []), ct).ConfigureAwait(false);
+            }
+
+            await so.RefreshAsync(ct).ConfigureAwait(false);
             for (int i = 0; i < 7; i++)
             {
                 await so.AdvanceVersionAsync(ct).ConfigureAwait(false);
