@@ -153,16 +153,7 @@ public sealed class HeaderRulesTests
     [Fact]
     public async Task Report_CredentialRefused_FaultsWithTheReasonInsteadOfRetryingForever()
     {
-        var coordinator = new RefusingReports(new ClusterCoordinator(), CoordinatorErrorCode.CredentialRefused, "PERMISSION_DENIED: the token does not speak for participant 1");
-        var a = MemoryStateObject.Create(1);
-        await a.ConnectAsync(coordinator);
-        Assert.True(a.TryStartLocalAction());
-        a.Record(1);
-        a.EndAction();
-        await a.AdvanceVersionAsync();
-
-        await Assert.ThrowsAsync<DseFaultedException>(() => a.RefreshAsync().AsTask());
-        var fault = Assert.IsType<DseFaultedException>(a.Fault);
+        var fault = await FaultOfARefusedReportAsync(CoordinatorErrorCode.CredentialRefused, "PERMISSION_DENIED: the token does not speak for participant 1");
         Assert.Contains("the token does not speak for participant 1", fault.Message);
         Assert.DoesNotContain("discards", fault.Message);
     }
@@ -170,19 +161,23 @@ public sealed class HeaderRulesTests
     [Fact]
     public async Task Report_RefusedAsInvalid_FaultsWithTheReasonInsteadOfRetryingForever()
     {
-        var inner = new ClusterCoordinator();
-        var coordinator = new RefusingReports(inner, CoordinatorErrorCode.InvalidRequest, "dependencies[0].object_id is -5");
+        var fault = await FaultOfARefusedReportAsync(CoordinatorErrorCode.InvalidRequest, "dependencies[0].object_id is -5");
+        Assert.Contains("refused the report of version 1", fault.Message);
+        Assert.Contains("restart it on the same storage", fault.Message);
+    }
+
+    /// <summary>Persists version 1 of an object whose coordinator refuses every report with <paramref name="code"/>; returns the fault the next refresh shows.</summary>
+    private static async Task<DseFaultedException> FaultOfARefusedReportAsync(CoordinatorErrorCode code, string reason)
+    {
         var a = MemoryStateObject.Create(1);
-        await a.ConnectAsync(coordinator);
+        await a.ConnectAsync(new RefusingReports(new ClusterCoordinator(), code, reason));
         Assert.True(a.TryStartLocalAction());
         a.Record(1);
         a.EndAction();
         await a.AdvanceVersionAsync();
 
         await Assert.ThrowsAsync<DseFaultedException>(() => a.RefreshAsync().AsTask());
-        var fault = Assert.IsType<DseFaultedException>(a.Fault);
-        Assert.Contains("refused the report of version 1", fault.Message);
-        Assert.Contains("restart it on the same storage", fault.Message);
+        return Assert.IsType<DseFaultedException>(a.Fault);
     }
 
     /// <summary>A coordinator that refuses every report for good, as one does a fragment it cannot accept or a credential it does not know.</summary>

@@ -1,5 +1,4 @@
 using System.Buffers.Binary;
-using System.Text;
 using Dse.Grpc;
 using Dse.Services.Grpc.V1;
 using Google.Protobuf;
@@ -44,9 +43,9 @@ public sealed class KvForgedHeaderTests : IAsyncLifetime
 
         Assert.Equal(StatusCode.InvalidArgument, error.StatusCode);
         Assert.Equal(version, kv.CurrentVersion);
-        Assert.Equal("free", await ReadAsync(kv, "seat"));
+        Assert.Equal("free", await KvServiceTests.ReadAsync(kv, "seat"));
         await PutAsync(server, kv, "after", "yes");
-        Assert.Equal("yes", await ReadAsync(kv, "after"));
+        Assert.Equal("yes", await KvServiceTests.ReadAsync(kv, "after"));
     }
 
     [Theory]
@@ -65,7 +64,7 @@ public sealed class KvForgedHeaderTests : IAsyncLifetime
         // The store's version now depends on a number the idle client never reached; the client persists up to it
         // once the coordinator publishes it, so a plain write (released only when recoverable) still completes.
         await PutAsync(server, kv, "after", "yes");
-        Assert.Equal("near", await ReadAsync(kv, "seat"));
+        Assert.Equal("near", await KvServiceTests.ReadAsync(kv, "seat"));
         Assert.True(kv.ClusterView.CommittedVersion(client.Id) >= forged, $"the client committed {kv.ClusterView.CommittedVersion(client.Id)}, not the forged {forged}");
     }
 
@@ -103,18 +102,4 @@ public sealed class KvForgedHeaderTests : IAsyncLifetime
     }
 
     private static ByteString B(string s) => ByteString.CopyFromUtf8(s);
-
-    private static async Task<string?> ReadAsync(SpeculativeKv kv, string key)
-    {
-        await kv.StartLocalActionAsync();
-        try
-        {
-            var value = await kv.GetAsync(Encoding.UTF8.GetBytes(key));
-            return value is null ? null : Encoding.UTF8.GetString(value);
-        }
-        finally
-        {
-            kv.EndAction();
-        }
-    }
 }

@@ -228,7 +228,8 @@ public sealed class KvServiceTests : IAsyncLifetime
         return ByteString.CopyFrom(bytes);
     }
 
-    private static async Task<string?> ReadAsync(SpeculativeKv kv, string key)
+    /// <summary>Reads <paramref name="key"/> in a local action of the store, as UTF-8 (null if absent).</summary>
+    internal static async Task<string?> ReadAsync(SpeculativeKv kv, string key)
     {
         await kv.StartLocalActionAsync();
         try
