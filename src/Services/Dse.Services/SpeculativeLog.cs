@@ -52,6 +52,9 @@ public sealed class SpeculativeLog : StateObject
     // Whether the newest record of the recovered commit was checked (once, at the first listing).
     private bool _tailVerified;
 
+    // How many restores this instance has applied; only grows.
+    private long _restores;
+
     /// <summary>Opens (and recovers, if the storage holds a commit) the log; call ConnectAsync next.</summary>
     /// <exception cref="ArgumentException">An option is invalid; the message names it.</exception>
     /// <exception cref="StorageFencedException">Another instance owns the storage (a lock file is held); nothing was read or written.</exception>
@@ -112,6 +115,20 @@ public sealed class SpeculativeLog : StateObject
             }
         }
     }
+
+    /// <summary>
+    /// How many times this instance has restored a version (at connect after a restart, or in a rollback). Read inside an
+    /// action, it tells a reader whether entries it saw earlier may have been dropped: if the count has not changed since,
+    /// nothing it read was.
+    /// </summary>
+    public long RestoreCount => Interlocked.Read(ref _restores);
+
+    /// <summary>
+    /// Raised after each restore, once its drop is durable and before any action sees the restored log; the argument is
+    /// the restored version. Handlers run on the restoring thread with the action gate closed: they must not start an
+    /// action or block; signal other work instead.
+    /// </summary>
+    public event EventHandler<long>? Restored;
 
     /// <summary>The largest payload <see cref="Append"/> accepts, in bytes.</summary>
     public int MaxEntryBytes => _logOptions.MaxEntryBytes;
@@ -482,6 +499,8 @@ public sealed class SpeculativeLog : StateObject
             ServicesLogMessages.LogRolledBack(Logger, Id, version, dropFrom, dropUntil);
         }
 
+        Interlocked.Increment(ref _restores);
+        Restored?.Invoke(this, version);
         return metadata;
     }
 
