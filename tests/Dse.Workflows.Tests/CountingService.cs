@@ -6,12 +6,12 @@ namespace Dse.Workflows.Tests;
 /// A speculative service in process: counts the calls it acted on by idempotency key, acting once per key. Its versions
 /// are durable only when <see cref="Durable"/> is set, in <see cref="Storage"/>, which outlives an instance.
 /// </summary>
-internal sealed class CountingService(DseOptions options, ConcurrentDictionary<long, Dictionary<string, int>> storage, bool durable) : StateObject(options)
+internal sealed class CountingService(DseOptions options, ConcurrentDictionary<long, (Dictionary<string, int> State, byte[] Metadata)> storage, bool durable) : StateObject(options)
 {
     private readonly Lock _lock = new();
     private Dictionary<string, int> _acted = [];
 
-    public ConcurrentDictionary<long, Dictionary<string, int>> Storage { get; } = storage;
+    public ConcurrentDictionary<long, (Dictionary<string, int> State, byte[] Metadata)> Storage { get; } = storage;
 
     public bool Durable { get; } = durable;
 
@@ -51,6 +51,15 @@ internal sealed class CountingService(DseOptions options, ConcurrentDictionary<l
         }
     }
 
+    /// <summary>The keys this instance's state holds.</summary>
+    public IReadOnlyList<string> ActedKeys()
+    {
+        lock (_lock)
+        {
+            return [.. _acted.Keys];
+        }
+    }
+
     protected override void Persist(long version, ReadOnlyMemory<byte> metadata, PersistCompletion completion)
     {
         if (!Durable)
@@ -60,7 +69,7 @@ internal sealed class CountingService(DseOptions options, ConcurrentDictionary<l
 
         lock (_lock)
         {
-            Storage[version] = new Dictionary<string, int>(_acted);
+            Storage[version] = (new Dictionary<string, int>(_acted), metadata.ToArray());
         }
 
         completion.SetDurable();
@@ -70,7 +79,13 @@ internal sealed class CountingService(DseOptions options, ConcurrentDictionary<l
     {
         lock (_lock)
         {
-            _acted = Storage.TryGetValue(version, out var state) ? new Dictionary<string, int>(state) : [];
+            if (Storage.TryGetValue(version, out var stored))
+            {
+                _acted = new Dictionary<string, int>(stored.State);
+                return ValueTask.FromResult<ReadOnlyMemory<byte>>(stored.Metadata);
+            }
+
+            _acted = [];
         }
 
         return ValueTask.FromResult(ReadOnlyMemory<byte>.Empty);
@@ -81,5 +96,5 @@ internal sealed class CountingService(DseOptions options, ConcurrentDictionary<l
     }
 
     protected override ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync(CancellationToken cancellationToken) =>
-        ValueTask.FromResult<IReadOnlyList<PersistedVersion>>([.. Storage.Keys.Order().Select(v => new PersistedVersion(v, ReadOnlyMemory<byte>.Empty))]);
+        ValueTask.FromResult<IReadOnlyList<PersistedVersion>>([.. Storage.OrderBy(p => p.Key).Select(p => new PersistedVersion(p.Key, p.Value.Metadata))]);
 }

@@ -54,12 +54,12 @@ internal sealed class WorkflowHarness : IAsyncDisposable
         await Log.WaitForCommitAsync(version, Log.WorldLine);
     }
 
-    /// <summary>The options of a participant of this harness's cluster.</summary>
-    public DseOptions Options(long id) => new()
+    /// <summary>The options of a participant of this harness's cluster; <paramref name="groupCommit"/> overrides the harness's period.</summary>
+    public DseOptions Options(long id, TimeSpan? groupCommit = null) => new()
     {
         ObjectId = id,
         Speculative = _speculative,
-        GroupCommitPeriod = _groupCommit,
+        GroupCommitPeriod = groupCommit ?? _groupCommit,
     };
 
     public async ValueTask DisposeAsync()

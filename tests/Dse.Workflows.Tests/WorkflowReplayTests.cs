@@ -30,12 +30,13 @@ public sealed class WorkflowReplayTests
         await using var h = await WorkflowHarness.StartAsync(r => r.Register<int, int>("id", (_, x) => Task.FromResult(x)));
         await h.Engine.StartWorkflowAsync("id", "w1", 7);
         await h.Engine.WaitForOutcomeAsync("w1").WaitAsync(Timeout);
-        long holding = h.Log.CurrentVersion; // the outcome is in this version or an earlier one
+        long end = h.Log.TailLsn; // the outcome's entry lies below
 
         Assert.Equal(7, await h.Engine.GetResultAsync<int>("w1").AsTask().WaitAsync(Timeout));
 
-        // The barrier passed: the version holding the outcome is inside the committed boundary.
-        Assert.True(h.Log.CommittedVersion >= holding, $"committed {h.Log.CommittedVersion}, outcome in version {holding} or before");
+        // The result was released only once the entry holding the outcome was durable and its version committed.
+        Assert.True(h.Log.DurableLsn >= end, $"durable up to {h.Log.DurableLsn}, outcome below {end}");
+        Assert.True(h.Log.CommittedVersion >= 1);
     }
 
     [Fact]
@@ -181,7 +182,10 @@ public sealed class WorkflowReplayTests
             groupCommit: TimeSpan.FromMinutes(10));
         probe = new SpeculativeLogProbe(h.Log);
 
-        var start = h.Engine.StartWorkflowAsync("one", "w", 3).AsTask();
+        // Started speculatively (StartWorkflowAsync would wait for the ten-minute group commit).
+        await h.Log.StartLocalActionAsync();
+        h.Engine.StartInAction("one", "w", System.Text.Encoding.UTF8.GetBytes("3"));
+        var start = h.Log.EndActionAsync().AsTask();
         bool durable = await durableAtStep.Task.WaitAsync(Timeout);
 
         // Speculative: the step runs while its intent is in memory only. Not speculative: it was persisted first.

@@ -10,7 +10,7 @@ public sealed class WorkflowRollbackTests
     [Trait("Category", "Recovery")]
     public async Task ServiceRollsBack_StepReissuedWithTheSameKey_ActsOnceInTheSurvivingState()
     {
-        var storage = new ConcurrentDictionary<long, Dictionary<string, int>>();
+        var storage = new ConcurrentDictionary<long, (Dictionary<string, int> State, byte[] Metadata)>();
         CountingService service = null!;
         var keys = new ConcurrentQueue<string>();
         var go = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);

@@ -191,21 +191,45 @@ public sealed class WorkflowEngine : IAsyncDisposable
 
     // ---- The in-process client: each call runs its own local action on the log ----
 
-    /// <summary>Starts workflow <paramref name="id"/> (idempotent by id); see <see cref="StartInAction"/>.</summary>
+    /// <summary>
+    /// Starts workflow <paramref name="id"/> (idempotent by id; see <see cref="StartInAction"/>) and returns once the start
+    /// is recoverable, so a caller can rely on it.
+    /// </summary>
     public ValueTask<WorkflowStartResult> StartWorkflowAsync<TInput>(string type, string id, TInput input, CancellationToken cancellationToken = default)
     {
         byte[] bytes = JsonSerializer.SerializeToUtf8Bytes(input, Options.SerializerOptions);
         return InLocalActionAsync(() => StartInAction(type, id, bytes), cancellationToken);
     }
 
-    /// <summary>Sends signal <paramref name="name"/> to workflow <paramref name="id"/>; see <see cref="SignalInAction"/>.</summary>
+    /// <summary>
+    /// Starts workflow <paramref name="id"/> (or joins it, if it exists) and returns its result once recoverable: one
+    /// barrier for both, since the result depends on the start.
+    /// </summary>
+    public async ValueTask<TResult> ExecuteAsync<TInput, TResult>(string type, string id, TInput input, CancellationToken cancellationToken = default)
+    {
+        byte[] bytes = JsonSerializer.SerializeToUtf8Bytes(input, Options.SerializerOptions);
+        while (true)
+        {
+            await InLocalActionAsync(() => StartInAction(type, id, bytes), cancellationToken, speculative: true).ConfigureAwait(false);
+            try
+            {
+                return await GetResultAsync<TResult>(id, cancellationToken).ConfigureAwait(false);
+            }
+            catch (WorkflowNotFoundException)
+            {
+                // A rollback took the start away: start again.
+            }
+        }
+    }
+
+    /// <summary>Sends signal <paramref name="name"/> to workflow <paramref name="id"/> (see <see cref="SignalInAction"/>) and returns once it is recoverable.</summary>
     public async ValueTask SignalAsync<T>(string id, string name, T payload, CancellationToken cancellationToken = default)
     {
         byte[] bytes = JsonSerializer.SerializeToUtf8Bytes(payload, Options.SerializerOptions);
         await InLocalActionAsync(() => SignalInAction(id, name, bytes), cancellationToken).ConfigureAwait(false);
     }
 
-    /// <summary>Asks workflow <paramref name="id"/> to cancel; see <see cref="CancelInAction"/>.</summary>
+    /// <summary>Asks workflow <paramref name="id"/> to cancel (see <see cref="CancelInAction"/>) and returns once the request is recoverable.</summary>
     public async ValueTask CancelAsync(string id, CancellationToken cancellationToken = default) =>
         await InLocalActionAsync(() => CancelInAction(id), cancellationToken).ConfigureAwait(false);
 
@@ -599,6 +623,17 @@ public sealed class WorkflowEngine : IAsyncDisposable
                     }
                 }
 
+                // Waiters for workflows whose start was rolled back: they no longer exist.
+                foreach (string gone in _waiters.Keys.Where(id => !instances.ContainsKey(id)).ToList())
+                {
+                    foreach (var (waiter, _) in _waiters[gone])
+                    {
+                        waiter.TrySetException(new WorkflowNotFoundException(gone, $"No workflow '{gone}' exists: a rollback took its start away."));
+                    }
+
+                    _waiters.Remove(gone);
+                }
+
                 _ready.TrySetResult();
             }
 
@@ -756,7 +791,11 @@ public sealed class WorkflowEngine : IAsyncDisposable
         }
     }
 
-    private async ValueTask<T> InLocalActionAsync<T>(Func<T> call, CancellationToken cancellationToken)
+    /// <summary>
+    /// Runs <paramref name="call"/> in a local action of the log and, unless <paramref name="speculative"/>, returns only
+    /// once what it recorded is recoverable (a barrier); if that is rolled back first, the call is made again.
+    /// </summary>
+    private async ValueTask<T> InLocalActionAsync<T>(Func<T> call, CancellationToken cancellationToken, bool speculative = false)
     {
         while (true)
         {
@@ -778,8 +817,21 @@ public sealed class WorkflowEngine : IAsyncDisposable
                 throw;
             }
 
-            await Log.EndActionAsync(cancellationToken).ConfigureAwait(false);
-            return result;
+            if (speculative)
+            {
+                Log.EndAction();
+                return result;
+            }
+
+            try
+            {
+                await Log.Detach().BarrierAsync(cancellationToken).ConfigureAwait(false);
+                return result;
+            }
+            catch (DseRolledBackException)
+            {
+                // What the call recorded was rolled back: make it again.
+            }
         }
     }
 
