@@ -118,6 +118,9 @@ public class StateObjectTests
             await a.AdvanceVersionAsync();
         }
 
+        // b's current version holds an action, so it must be persisted before b moves up.
+        Assert.True(b.TryStartLocalAction());
+        b.EndAction();
         var header = TestCluster.Send(a, 1);
         Assert.Equal(4, header.Origin.Version);
 
@@ -128,6 +131,29 @@ public class StateObjectTests
         Assert.True(b.CurrentVersion >= 4, "commit ordering: the receiver advanced before receiving");
         b.EndAction();
         Assert.Contains(1L, b.Store.Durable.Keys);
+    }
+
+    [Fact]
+    public async Task StartActionAsync_MessageFromHigherVersion_CleanReceiverMovesUpWithoutPersisting()
+    {
+        var coordinator = new ClusterCoordinator();
+        var a = await TestCluster.ConnectAsync(coordinator, 1);
+        var b = await TestCluster.ConnectAsync(coordinator, 2);
+        for (int i = 0; i < 3; i++)
+        {
+            await a.AdvanceVersionAsync();
+        }
+
+        // No action ran in b's version 1: nothing names it, so b takes the sender's number and persists nothing.
+        var header = TestCluster.Send(a, 1);
+        Assert.True(await b.StartActionAsync(header));
+        Assert.Equal(4, b.CurrentVersion);
+        b.EndAction();
+        Assert.Empty(b.Store.Durable.Keys);
+
+        // The renumbered version is persisted as 4 at the next advance, with the dependency on a's version 4.
+        await b.AdvanceVersionAsync();
+        Assert.Contains(4L, b.Store.Durable.Keys);
     }
 
     [Fact]

@@ -17,6 +17,8 @@ public static class DseTelemetry
 
     internal static Counter<long> VersionsPersisted { get; } = Meter.CreateCounter<long>("dse.versions.persisted", description: "Versions handed to Persist.");
 
+    internal static Counter<long> VersionsRenumbered { get; } = Meter.CreateCounter<long>("dse.versions.renumbered", description: "Versions moved up to a sender's number without a persist, because no action had run in them (commit ordering).");
+
     internal static Counter<long> Rollbacks { get; } = Meter.CreateCounter<long>("dse.rollbacks", description: "Rollback decisions applied by restoring an earlier version.");
 
     internal static Counter<long> RollbacksSkipped { get; } = Meter.CreateCounter<long>("dse.rollbacks.skipped", description: "Rollback decisions a StateObject survived without restoring, as nothing it held depended on lost state.");

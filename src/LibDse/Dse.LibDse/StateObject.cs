@@ -583,6 +583,15 @@ public abstract class StateObject : IAsyncDisposable
             await CloseGateAsync().ConfigureAwait(false);
             try
             {
+                if (reason == AdvanceReason.CommitOrdering && Volatile.Read(ref _dirty) == 0 && _deps.IsEmpty)
+                {
+                    // No action ran in the current version since the last advance: no header, sthread or dependency names
+                    // it, so it moves up to the sender's number without a persist, as the numbers a jump skips do.
+                    Volatile.Write(ref _version, target);
+                    DseTelemetry.VersionsRenumbered.Add(1);
+                    return;
+                }
+
                 AdvanceUnderGate(target);
                 if (reason == AdvanceReason.Wanted && _persistedThrough < target)
                 {
