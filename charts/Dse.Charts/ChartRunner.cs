@@ -28,6 +28,8 @@ internal static class ChartRunner
             report => [InterceptorOverheadChart.Render(report, outDir)]);
         failed |= !Draw(resultsDir, DarqReflectChart.InputFile, output, error,
             report => [DarqReflectChart.Render(report, outDir)]);
+        failed |= !Draw(resultsDir, TravelLatencyChart.InputFile, output, error,
+            report => [TravelLatencyChart.Render(report, outDir)]);
         return failed ? InputError : Success;
     }
 

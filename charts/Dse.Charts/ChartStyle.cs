@@ -48,6 +48,29 @@ internal static class ChartStyle
         return plot;
     }
 
+    /// <summary>A positive latency from <c>results</c>.</summary>
+    /// <exception cref="ChartInputException">The key is missing, not a number, or not positive.</exception>
+    public static double Latency(BenchmarkReport report, string key)
+    {
+        double value = report.Result(key);
+        if (value <= 0)
+        {
+            throw new ChartInputException(report.File, "results." + key, "must be positive");
+        }
+
+        return value;
+    }
+
+    /// <summary>Adds a line with markers in the shared width.</summary>
+    public static void AddSeries(Plot plot, double[] xs, double[] ys, Color color, LinePattern pattern, string legend)
+    {
+        var line = plot.Add.ScatterLine(xs, ys, color);
+        line.LinePattern = pattern;
+        line.LineWidth = 2;
+        line.MarkerSize = 7;
+        line.LegendText = legend;
+    }
+
     /// <summary>Writes the PNG, creating its folder, and returns its path.</summary>
     public static string Save(Plot plot, string outDir, string fileName)
     {

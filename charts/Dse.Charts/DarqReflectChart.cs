@@ -30,19 +30,19 @@ internal static class DarqReflectChart
         for (int k = 1; k <= MaxHops; k++)
         {
             hops[k - 1] = k;
-            specP50[k - 1] = Latency(report, $"spec_p50_ms_{k}hop");
-            specP99[k - 1] = Latency(report, $"spec_p99_ms_{k}hop");
-            nonSpecP50[k - 1] = Latency(report, $"nonspec_p50_ms_{k}hop");
-            nonSpecP99[k - 1] = Latency(report, $"nonspec_p99_ms_{k}hop");
+            specP50[k - 1] = ChartStyle.Latency(report, $"spec_p50_ms_{k}hop");
+            specP99[k - 1] = ChartStyle.Latency(report, $"spec_p99_ms_{k}hop");
+            nonSpecP50[k - 1] = ChartStyle.Latency(report, $"nonspec_p50_ms_{k}hop");
+            nonSpecP99[k - 1] = ChartStyle.Latency(report, $"nonspec_p99_ms_{k}hop");
         }
 
         double commitMs = report.ResultOr("commit_interval_ms", double.NaN);
         string interval = double.IsNaN(commitMs) ? string.Empty : $", {Ms(commitMs)} commit interval";
         var plot = ChartStyle.Create($"DARQ chain latency vs hops{interval}: speculative vs non-speculative", report);
-        AddSeries(plot, hops, specP50, ChartStyle.Speculative, LinePattern.Solid, "speculative p50");
-        AddSeries(plot, hops, specP99, ChartStyle.Speculative, LinePattern.Dashed, "speculative p99");
-        AddSeries(plot, hops, nonSpecP50, ChartStyle.NonSpeculative, LinePattern.Solid, "non-speculative p50");
-        AddSeries(plot, hops, nonSpecP99, ChartStyle.NonSpeculative, LinePattern.Dashed, "non-speculative p99");
+        ChartStyle.AddSeries(plot, hops, specP50, ChartStyle.Speculative, LinePattern.Solid, "speculative p50");
+        ChartStyle.AddSeries(plot, hops, specP99, ChartStyle.Speculative, LinePattern.Dashed, "speculative p99");
+        ChartStyle.AddSeries(plot, hops, nonSpecP50, ChartStyle.NonSpeculative, LinePattern.Solid, "non-speculative p50");
+        ChartStyle.AddSeries(plot, hops, nonSpecP99, ChartStyle.NonSpeculative, LinePattern.Dashed, "non-speculative p99");
 
         // The two targets of the scenario, read off the p50s at five hops.
         double flat = specP50[MaxHops - 1] / specP50[0];
@@ -59,26 +59,6 @@ internal static class DarqReflectChart
         plot.Axes.SetLimits(0.8, MaxHops + 0.2, 0, Math.Max(nonSpecP99.Max(), specP99.Max()) * 1.2);
         plot.ShowLegend(Alignment.UpperLeft);
         return ChartStyle.Save(plot, outDir, OutputFile);
-    }
-
-    private static double Latency(BenchmarkReport report, string key)
-    {
-        double value = report.Result(key);
-        if (value <= 0)
-        {
-            throw new ChartInputException(report.File, "results." + key, "must be positive");
-        }
-
-        return value;
-    }
-
-    private static void AddSeries(Plot plot, double[] xs, double[] ys, Color color, LinePattern pattern, string legend)
-    {
-        var line = plot.Add.ScatterLine(xs, ys, color);
-        line.LinePattern = pattern;
-        line.LineWidth = 2;
-        line.MarkerSize = 7;
-        line.LegendText = legend;
     }
 
     private static string Ms(double value) => value.ToString("0.#", CultureInfo.InvariantCulture) + " ms";

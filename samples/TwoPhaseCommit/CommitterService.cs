@@ -1,3 +1,4 @@
+using Dse.Samples.Shared;
 using Dse.Samples.TwoPhaseCommit.Wire;
 using Dse.Services;
 using Grpc.Core;
@@ -10,7 +11,7 @@ namespace Dse.Samples.TwoPhaseCommit;
 /// each step speculative; the reply to the (non-speculative) client leaves only after a barrier.
 /// </summary>
 [BindServiceMethod(typeof(TwoPhaseCommitBindings), nameof(TwoPhaseCommitBindings.BindCommitter))]
-internal sealed class CommitterService(SpeculativeLog log, ParticipantClients participants, InFlightCommits inFlight) : Committer.CommitterBase
+internal sealed class CommitterService(SpeculativeLog log, DseClients<Participant.ParticipantClient> participants, InFlightCommits inFlight) : Committer.CommitterBase
 {
     /// <inheritdoc />
     public override async Task<CommitReply> Commit(TransactionRequest request, ServerCallContext context)

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Globalization;
 using Dse.Grpc;
+using Dse.Samples.Shared;
 using Dse.Samples.TwoPhaseCommit.Wire;
 using Grpc.Core;
 using Grpc.Net.Client;

@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Security.Cryptography.X509Certificates;
+using Dse.Samples.Shared;
 
 namespace Dse.Samples.TwoPhaseCommit;
 

@@ -1,3 +1,5 @@
+using Dse.Samples.Shared;
+
 namespace Dse.Samples.TwoPhaseCommit;
 
 /// <summary>What one run (one mode, one fresh cluster) measured and checked.</summary>

@@ -1,14 +1,8 @@
-using System.Net;
-using Dse.Coordinator.Client;
+using Dse.Samples.Shared;
+using Dse.Samples.TwoPhaseCommit.Wire;
 using Dse.Services;
-using Dse.Storage;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Hosting;
-using Microsoft.Extensions.Logging;
-using Microsoft.Extensions.Logging.Console;
 
 namespace Dse.Samples.TwoPhaseCommit;
 
@@ -31,34 +25,13 @@ internal static class ServerHost
     /// </summary>
     public static async Task<(WebApplication App, Uri Address)> StartAsync(string mode, ChildArguments args, CancellationToken cancellationToken)
     {
-        long id = args.GetInt64("id");
         string data = args.Get("data");
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [], ContentRootPath = AppContext.BaseDirectory });
-        ConfigureLogging(builder.Logging, builder.Services);
-        ListenOptions? endpoint = null;
-        var tls = ClusterTls.FromArguments(args);
-        builder.WebHost.ConfigureKestrel(kestrel =>
-            kestrel.ListenDse(IPAddress.Loopback, (int)args.GetInt64("port"), tls?.CertificatePath, tls?.KeyPath, listen => endpoint = listen));
-
-        builder.Services.AddGrpc(options =>
-        {
-            options.MaxReceiveMessageSize = null;
-            options.MaxSendMessageSize = null;
-        });
-        builder.Services.AddDse(options =>
-            {
-                options.ObjectId = id;
-                options.GroupCommitPeriod = TimeSpan.FromMilliseconds(args.GetInt64("group-commit-ms"));
-                options.Speculative = args.GetBoolean("speculative");
-                options.ShutdownTimeout = TimeSpan.FromSeconds(2);
-            })
-            .UseRemoteCoordinator(new Uri(args.Get("coordinator")), new GrpcCoordinatorClientOptions { CertificateAuthorityPath = tls?.AuthorityPath })
-            .AddStateObject((_, options) => new SpeculativeLog(options, new SpeculativeLogOptions
-            {
-                LogDevice = DseDevices.CreateLocalFile(Path.Combine(data, "wal", "wal.log")),
-                CommitDirectory = Path.Combine(data, "commits"),
-                OwnsStorage = true,
-            }))
+        var server = SampleServer.Create(args);
+        var builder = server.Builder;
+        var tls = server.Tls;
+        server.AddGrpc();
+        server.AddDse()
+            .AddStateObject((_, options) => SampleServer.CreateLog(options, data))
             .AddGrpcInterceptors<SpeculativeLog>();
 
         if (mode == Participant)
@@ -68,7 +41,7 @@ internal static class ServerHost
         else
         {
             var addresses = args.Get("participants").Split(',').Select(a => new Uri(a)).ToArray();
-            builder.Services.AddSingleton(sp => new ParticipantClients(addresses, tls?.LoadAuthority(), sp.GetRequiredService<Dse.Grpc.DseClientInterceptor>()));
+            builder.Services.AddSingleton(sp => new DseClients<Participant.ParticipantClient>(addresses, tls?.LoadAuthority(), sp.GetRequiredService<Dse.Grpc.DseClientInterceptor>(), invoker => new Participant.ParticipantClient(invoker)));
             builder.Services.AddSingleton<InFlightCommits>();
         }
 
@@ -89,21 +62,6 @@ internal static class ServerHost
             await app.Services.GetRequiredService<ParticipantIndex>().RebuildAsync(app.Services.GetRequiredService<SpeculativeLog>(), cancellationToken);
         }
 
-        var bound = (IPEndPoint)endpoint!.EndPoint;
-        return (app, new Uri($"{(tls is null ? "http" : "https")}://127.0.0.1:{bound.Port}"));
-    }
-
-    /// <summary>Warnings and errors to standard error, which the launcher keeps in a file; standard output is the launcher's.</summary>
-    public static void ConfigureLogging(ILoggingBuilder logging, IServiceCollection services)
-    {
-        logging.ClearProviders();
-        logging.AddSimpleConsole(o =>
-        {
-            o.SingleLine = true;
-            o.UseUtcTimestamp = true;
-            o.TimestampFormat = "HH:mm:ss.fff ";
-        });
-        logging.SetMinimumLevel(LogLevel.Warning);
-        services.Configure<ConsoleLoggerOptions>(o => o.LogToStandardErrorThreshold = LogLevel.Trace);
+        return (app, server.Address);
     }
 }

@@ -1,7 +1,7 @@
 using System.Diagnostics;
 using System.Globalization;
+using Dse.Samples.Shared;
 using Dse.Samples.TwoPhaseCommit.Wire;
-using Grpc.Core;
 
 namespace Dse.Samples.TwoPhaseCommit;
 
@@ -32,7 +32,7 @@ public static class TwoPhaseCommitRun
         ArgumentNullException.ThrowIfNull(options);
         options.Validate();
         int seed = options.Seed ?? Random.Shared.Next();
-        string root = options.DataDirectory ?? Directory.CreateTempSubdirectory("dse-2pc-").FullName;
+        string root = RunDirectory.Create(options.DataDirectory, "dse-2pc-");
         try
         {
             ModeResults? speculative = null;
@@ -56,7 +56,7 @@ public static class TwoPhaseCommitRun
         {
             if (options.DataDirectory is null)
             {
-                TryDelete(root);
+                RunDirectory.TryDelete(root);
             }
         }
     }
@@ -64,11 +64,7 @@ public static class TwoPhaseCommitRun
     private static async Task<ModeResults> RunModeAsync(TwoPhaseCommitOptions options, bool speculative, bool chaos, int seed, string root, TextWriter? progress, CancellationToken cancellationToken)
     {
         string name = speculative ? "speculative" : "non-speculative";
-        string directory = Path.Combine(root, speculative ? "spec" : "nonspec");
-        if (Directory.Exists(directory))
-        {
-            Directory.Delete(directory, recursive: true);
-        }
+        string directory = RunDirectory.Fresh(root, speculative ? "spec" : "nonspec");
 
         progress?.WriteLine($"{name}: starting the cluster (DSE coordinator, committer, 4 participants) in {directory}");
         long clusterStarting = Stopwatch.GetTimestamp();
@@ -166,41 +162,8 @@ public static class TwoPhaseCommitRun
     }
 
     /// <summary>A plain call (released after a barrier), retried while a rollback or restart gets in its way.</summary>
-    private static async Task<T> RetryAsync<T>(string what, LocalCluster cluster, Func<DateTime, Task<T>> call, CancellationToken cancellationToken)
-    {
-        var giveUp = DateTime.UtcNow + QuiesceTimeout;
-        while (true)
-        {
-            try
-            {
-                return await call(giveUp).ConfigureAwait(false);
-            }
-            catch (RpcException ex) when (ex.StatusCode is StatusCode.Aborted or StatusCode.Unavailable && DateTime.UtcNow < giveUp)
-            {
-                await Task.Delay(TimeSpan.FromMilliseconds(200), cancellationToken).ConfigureAwait(false);
-            }
-            catch (RpcException ex)
-            {
-                throw new InvalidOperationException($"Could not {what}: {ex.Status}.{Environment.NewLine}{cluster.Describe()}", ex);
-            }
-        }
-    }
-
-    private static void TryDelete(string directory)
-    {
-        try
-        {
-            Directory.Delete(directory, recursive: true);
-        }
-        catch (IOException)
-        {
-            // Best effort: a file still held open stays behind in the temp folder.
-        }
-        catch (UnauthorizedAccessException)
-        {
-            // Same.
-        }
-    }
+    private static Task<T> RetryAsync<T>(string what, LocalCluster cluster, Func<DateTime, Task<T>> call, CancellationToken cancellationToken) =>
+        PlainCalls.RetryAsync(what, cluster.Describe, call, QuiesceTimeout, cancellationToken);
 
     /// <summary>Invariant formatting for result lines.</summary>
     internal static string Format(double value, int decimals = 2) => value.ToString("F" + decimals.ToString(CultureInfo.InvariantCulture), CultureInfo.InvariantCulture);

@@ -19,12 +19,13 @@ public sealed class ChartRunnerTests : IDisposable
         _folder.WriteTwoPc(transactions: 3000);
         _folder.WriteInterceptor();
         _folder.WriteDarqReflect();
+        _folder.WriteTravel();
 
         var exit = Run();
 
         Assert.True(exit == ChartRunner.Success, _error.ToString());
         Assert.Equal(string.Empty, _error.ToString());
-        foreach (var file in new[] { CommitLatencyChart.HistogramFile, CommitLatencyChart.CdfFile, InterceptorOverheadChart.OutputFile, DarqReflectChart.OutputFile })
+        foreach (var file in new[] { CommitLatencyChart.HistogramFile, CommitLatencyChart.CdfFile, InterceptorOverheadChart.OutputFile, DarqReflectChart.OutputFile, TravelLatencyChart.OutputFile })
         {
             AssertDrawnPng(Path.Combine(_folder.Output, file));
             Assert.Contains(file, _output.ToString(), StringComparison.Ordinal);
@@ -121,6 +122,29 @@ public sealed class ChartRunnerTests : IDisposable
     }
 
     [Fact]
+    public void Run_TravelWithoutTheRateSweep_FailsNamingIt()
+    {
+        _folder.WriteTravel(sweep: false);
+
+        var exit = Run();
+
+        Assert.Equal(ChartRunner.InputError, exit);
+        Assert.Contains("spec_sweep_rates", _error.ToString(), StringComparison.Ordinal);
+        Assert.False(File.Exists(Path.Combine(_folder.Output, TravelLatencyChart.OutputFile)));
+    }
+
+    [Fact]
+    public void Run_TravelWithZeroLatency_FailsNamingField()
+    {
+        _folder.WriteTravel(specMeanAt5: "0");
+
+        var exit = Run();
+
+        Assert.Equal(ChartRunner.InputError, exit);
+        Assert.Contains("spec_mean_ms_s5", _error.ToString(), StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void Run_DarqReflectWithZeroLatency_FailsNamingField()
     {
         var path = _folder.WriteDarqReflect(specP50At5: "0");
@@ -134,13 +158,14 @@ public sealed class ChartRunnerTests : IDisposable
 
     private int Run() => ChartRunner.Run(_folder.Results, _folder.Output, _output, _error);
 
-    // A PNG of the chart size that is not blank: decodes, and shows more than a handful of colours.
+    // A PNG of the chart size (panels side by side) that is not blank: decodes, and shows more than a handful of colours.
     private static void AssertDrawnPng(string path)
     {
         Assert.True(File.Exists(path), $"{path} was not written");
         var bytes = File.ReadAllBytes(path);
         Assert.True(bytes.AsSpan().StartsWith(PngSignature), $"{path} does not start with the PNG signature");
-        Assert.Equal(ChartStyle.Width, BinaryPrimitives.ReadInt32BigEndian(bytes.AsSpan(16, 4)));
+        int panels = path.EndsWith(TravelLatencyChart.OutputFile, StringComparison.Ordinal) ? 2 : 1;
+        Assert.Equal(panels * ChartStyle.Width, BinaryPrimitives.ReadInt32BigEndian(bytes.AsSpan(16, 4)));
         Assert.Equal(ChartStyle.Height, BinaryPrimitives.ReadInt32BigEndian(bytes.AsSpan(20, 4)));
 
         using var bitmap = SKBitmap.Decode(bytes);

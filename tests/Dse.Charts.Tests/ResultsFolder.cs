@@ -73,6 +73,22 @@ internal sealed class ResultsFolder : IDisposable
             "commit_interval_ms": 10 } }
         """);
 
+    public string WriteTravel(string specMeanAt5 = "16.1", bool sweep = true) => Write("travel.json", $$"""
+        { "scenario": "travel", "timestamp_utc": "2026-11-28T13:40:00Z", "quick": false, "elapsed_s": 240.5, {{Machine}},
+          "results": { "spec_mean_ms_s1": 10.8, "spec_p95_ms_s1": 13.2, "nonspec_mean_ms_s1": 20.2, "nonspec_p95_ms_s1": 26.8,
+            "spec_mean_ms_s2": 12.5, "spec_p95_ms_s2": 18.8, "nonspec_mean_ms_s2": 30.6, "nonspec_p95_ms_s2": 48.7,
+            "spec_mean_ms_s3": 14.4, "spec_p95_ms_s3": 18.5, "nonspec_mean_ms_s3": 34.4, "nonspec_p95_ms_s3": 52.3,
+            "spec_mean_ms_s4": 13.7, "spec_p95_ms_s4": 19.5, "nonspec_mean_ms_s4": 45.2, "nonspec_p95_ms_s4": 59.7,
+            "spec_mean_ms_s5": {{specMeanAt5}}, "spec_p95_ms_s5": 19.6, "nonspec_mean_ms_s5": 65.3, "nonspec_p95_ms_s5": 71.1,
+            "ratio_s5": 0.25, "spec_flatness": 1.49, "max_rate_spec": 700, "max_rate_nonspec": 400, "sweep_services": 3 }
+          {{(sweep ? SweepSamples : string.Empty)}} }
+        """);
+
+    private const string SweepSamples = """
+        , "samples": { "spec_sweep_rates": [10, 100, 700, 1000], "spec_sweep_p50_ms": [11, 12, 18, 30],
+          "nonspec_sweep_rates": [10, 100, 400], "nonspec_sweep_p50_ms": [34, 36, 70] }
+        """;
+
     public void Dispose()
     {
         try

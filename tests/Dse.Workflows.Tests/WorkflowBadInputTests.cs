@@ -112,6 +112,19 @@ public sealed class WorkflowBadInputTests
     }
 
     [Fact]
+    public async Task Dispose_CallsAfterwards_SayTheEngineIsUnavailable()
+    {
+        await using var h = await WorkflowHarness.StartAsync(Register);
+        await h.Engine.StartWorkflowAsync("wait", "w", 1);
+
+        await h.Engine.DisposeAsync();
+
+        await Assert.ThrowsAsync<WorkflowEngineUnavailableException>(() => h.Engine.WhenReadyAsync());
+        await Assert.ThrowsAsync<WorkflowEngineUnavailableException>(() => h.Engine.WaitForOutcomeAsync("w"));
+        await Assert.ThrowsAsync<WorkflowEngineUnavailableException>(() => h.Engine.GetResultAsync<int>("w").AsTask());
+    }
+
+    [Fact]
     public void Decode_DamagedBytes_SaysWhatIsWrongAndNeverThrows()
     {
         var e = new HistoryEvent("w", 1, 3, HistoryEventKind.StepCompleted, DateTimeOffset.UnixEpoch, 2, null, null, new byte[] { 1, 2, 3 });

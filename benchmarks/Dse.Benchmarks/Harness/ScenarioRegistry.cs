@@ -18,6 +18,7 @@ public static class ScenarioRegistry
         new DarqReflectScenario(),
         new InterceptorScenario(),
         new TwoPhaseCommitScenario(),
+        new TravelScenario(),
         new CommitPoolScenario(),
     ];
 

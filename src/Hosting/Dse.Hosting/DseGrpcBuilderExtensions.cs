@@ -44,12 +44,25 @@ public static class DseGrpcBuilderExtensions
         return builder;
     }
 
+    /// <summary>
+    /// Registers the <see cref="DseClientInterceptor"/> singleton for outgoing calls (with <c>Dse:Token</c>, and a logger),
+    /// unless one is registered already. <see cref="AddGrpcInterceptors{TStateObject}"/> does this too; call it when a host
+    /// makes DSE calls without serving through the interceptor (a service in manual mode, a workflow engine).
+    /// </summary>
+    /// <returns>The builder.</returns>
+    public static IDseBuilder AddDseClientInterceptor(this IDseBuilder builder)
+    {
+        ArgumentNullException.ThrowIfNull(builder);
+        builder.Services.TryAddSingleton(DseServiceIdentity.ClientInterceptor);
+        return builder;
+    }
+
     private static void AddCommon<TStateObject>(IDseBuilder builder, string registration)
         where TStateObject : StateObject
     {
         // Checked when the host starts (the StateObject may be registered after this call).
         DseRegistry.Of(builder).InterceptorOwners.Add((typeof(TStateObject), registration));
-        builder.Services.TryAddSingleton(DseServiceIdentity.ClientInterceptor);
+        builder.AddDseClientInterceptor();
         builder.Services.TryAddSingleton<DseServerInterceptor<TStateObject>>();
     }
 }

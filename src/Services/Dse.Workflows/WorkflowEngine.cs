@@ -318,7 +318,8 @@ public sealed class WorkflowEngine : IAsyncDisposable
             _disposed.Cancel();
             generation = _generation;
             _generation = null;
-            _ready.TrySetException(new WorkflowEngineUnavailableException("The workflow engine is disposed."));
+            _ready = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            _ready.SetException(new WorkflowEngineUnavailableException("The workflow engine is disposed."));
             foreach (var waiters in _waiters.Values)
             {
                 foreach (var (waiter, _) in waiters)
@@ -503,6 +504,11 @@ public sealed class WorkflowEngine : IAsyncDisposable
         ArgumentNullException.ThrowIfNull(id);
         lock (_lock)
         {
+            if (_disposed.IsCancellationRequested)
+            {
+                throw new WorkflowEngineUnavailableException("The workflow engine is disposed.");
+            }
+
             if (_instances.TryGetValue(id, out var instance) && instance.Outcome is { } outcome && (includeStopped || outcome.Status != WorkflowStatus.Stopped))
             {
                 return Task.FromResult(outcome);

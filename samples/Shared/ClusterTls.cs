@@ -3,7 +3,7 @@ using System.Security.Cryptography;
 using System.Security.Cryptography.X509Certificates;
 using Dse.Coordinator.Client;
 
-namespace Dse.Samples.TwoPhaseCommit;
+namespace Dse.Samples.Shared;
 
 /// <summary>
 /// The TLS material of a run with <c>--tls</c>: a throwaway CA and one server certificate for 127.0.0.1 and localhost
@@ -18,7 +18,7 @@ internal sealed record ClusterTls(string CertificatePath, string KeyPath, string
         Directory.CreateDirectory(directory);
         var now = DateTimeOffset.UtcNow;
         using var caKey = ECDsa.Create(ECCurve.NamedCurves.nistP256);
-        var caRequest = new CertificateRequest("CN=DSE 2PC sample throwaway CA", caKey, HashAlgorithmName.SHA256);
+        var caRequest = new CertificateRequest("CN=DSE sample throwaway CA", caKey, HashAlgorithmName.SHA256);
         caRequest.CertificateExtensions.Add(new X509BasicConstraintsExtension(true, true, 0, true));
         caRequest.CertificateExtensions.Add(new X509KeyUsageExtension(X509KeyUsageFlags.KeyCertSign, true));
         caRequest.CertificateExtensions.Add(new X509SubjectKeyIdentifierExtension(caRequest.PublicKey, false));

@@ -2,7 +2,7 @@ using System.Security.Cryptography.X509Certificates;
 using Dse.Coordinator.Client;
 using Grpc.Net.Client;
 
-namespace Dse.Samples.TwoPhaseCommit;
+namespace Dse.Samples.Shared;
 
 /// <summary>gRPC channels to the sample's processes: quick reconnects, so a restarted participant is reached again soon.</summary>
 internal static class Channels

@@ -1,6 +1,6 @@
 using System.Globalization;
 
-namespace Dse.Samples.TwoPhaseCommit;
+namespace Dse.Samples.Shared;
 
 /// <summary>The <c>--name value</c> pairs the launcher gives a child process.</summary>
 internal sealed class ChildArguments

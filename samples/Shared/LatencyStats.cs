@@ -1,7 +1,7 @@
-namespace Dse.Samples.TwoPhaseCommit;
+namespace Dse.Samples.Shared;
 
 /// <summary>Mean and nearest-rank percentiles of latency samples.</summary>
-public static class LatencyStats
+internal static class LatencyStats
 {
     /// <summary>The mean; NaN for no samples.</summary>
     public static double Mean(IReadOnlyList<double> samples)

@@ -1,7 +1,7 @@
 using System.Diagnostics;
 using System.Runtime.InteropServices;
 
-namespace Dse.Samples.TwoPhaseCommit;
+namespace Dse.Samples.Shared;
 
 /// <summary>
 /// One process of the cluster: this program started in a mode (<c>dotnet exec TwoPhaseCommit.dll MODE ...</c>). It
@@ -9,7 +9,7 @@ namespace Dse.Samples.TwoPhaseCommit;
 /// error goes to a file. It exits when its standard input closes, so it never outlives the launcher; disposing kills
 /// its process tree.
 /// </summary>
-public sealed class ChildProcess : IAsyncDisposable
+internal sealed class ChildProcess : IAsyncDisposable
 {
     /// <summary>The line a child prints once it serves: this, then its URL.</summary>
     public const string Announcement = "listening on ";

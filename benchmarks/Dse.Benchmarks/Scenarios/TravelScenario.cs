@@ -1,0 +1,152 @@
+using System.Globalization;
+using Dse.Benchmarks.Harness;
+using Dse.Samples.TravelReservation;
+
+namespace Dse.Benchmarks.Scenarios;
+
+/// <summary>
+/// libDSE's travel-reservation experiment (Fig. 9) through the TravelReservation sample: a frontend hosting the workflow
+/// engine books a trip from N reservation services (processes on speculative key-value stores) as a saga, 10 ms group
+/// commit. Left panel: 10 trips/s for N = 1..5, speculative against non-speculative. Right panel: N = 3 at a rising
+/// arrival rate until the p50 doubles from its 10/s value, both modes. Fails if the consistency checker finds a violation.
+/// </summary>
+public sealed class TravelScenario : IScenario
+{
+    /// <summary>The rates the right panel tries, in order, until the p50 is more than twice the 10/s one.</summary>
+    private static readonly double[] s_rates = [10, 50, 100, 200, 400, 700, 1000, 1400, 2000];
+
+    private const int SweepServices = 3;
+
+    /// <inheritdoc />
+    public string Name => "travel";
+
+    /// <inheritdoc />
+    public string Description => "travel-reservation saga on the workflow engine: latency vs services (1..5) and vs rate (N = 3), speculative vs not";
+
+    /// <inheritdoc />
+    public async Task<ScenarioResults> RunAsync(ScenarioContext context)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        var results = new ScenarioResults();
+        int violations = 0;
+
+        // Left panel: one cluster per mode serves trips of 1..5 services.
+        var panel = await TravelRun.RunAsync(
+            new TravelOptions
+            {
+                Duration = context.Pick(TimeSpan.FromSeconds(12), TimeSpan.FromSeconds(0.5)),
+                WarmUpTrips = context.Pick(new TravelOptions().WarmUpTrips, 20),
+                Seed = 1,
+            },
+            context.Log,
+            cancellationToken: context.CancellationToken).ConfigureAwait(false);
+        violations += panel.Violations.Count;
+        ReportViolations(context, panel);
+        foreach (var mode in new[] { panel.Speculative!, panel.NonSpeculative! })
+        {
+            foreach (var configuration in mode.Configurations)
+            {
+                var latencies = Sorted(configuration.LatenciesMs);
+                string suffix = string.Create(CultureInfo.InvariantCulture, $"s{configuration.Services}");
+                results.Add($"{mode.Name}_p50_ms_{suffix}", Stats.Percentile(latencies, 0.5), 2);
+                results.Add($"{mode.Name}_mean_ms_{suffix}", configuration.MeanMs, 2);
+                results.Add($"{mode.Name}_p95_ms_{suffix}", configuration.P95Ms, 2);
+            }
+        }
+
+        double specS1 = P50(panel.Speculative!, 1);
+        double specS5 = P50(panel.Speculative!, 5);
+        double nonspecS1 = P50(panel.NonSpeculative!, 1);
+        double nonspecS5 = P50(panel.NonSpeculative!, 5);
+        results.Add("ratio_s5", specS5 / nonspecS5, 3);
+        results.Add("spec_flatness", specS5 / specS1, 3);
+        results.Add("nonspec_growth", nonspecS5 / nonspecS1, 3);
+
+        // Right panel: a fresh cluster per rate and mode, so that each point starts from the same state.
+        foreach (bool speculative in new[] { true, false })
+        {
+            string mode = speculative ? "spec" : "nonspec";
+            var rates = new List<double>();
+            var p50s = new List<double>();
+            double maxRate = 0;
+            double baseline = double.NaN;
+            foreach (double rate in context.Quick ? s_rates[..1] : s_rates)
+            {
+                var run = await TravelRun.RunAsync(
+                    new TravelOptions
+                    {
+                        Services = [SweepServices],
+                        Rate = rate,
+                        Duration = context.Pick(TimeSpan.FromSeconds(Math.Max(4, 200 / rate)), TimeSpan.FromSeconds(0.5)),
+                        WarmUpTrips = context.Pick(new TravelOptions().WarmUpTrips, 20),
+                        Mode = speculative ? TravelMode.Speculative : TravelMode.NonSpeculative,
+                        Seed = 2,
+                    },
+                    context.Log,
+                    cancellationToken: context.CancellationToken).ConfigureAwait(false);
+                violations += run.Violations.Count;
+                ReportViolations(context, run);
+                var configuration = (speculative ? run.Speculative! : run.NonSpeculative!).Configurations[0];
+                double p50 = Stats.Percentile(Sorted(configuration.LatenciesMs), 0.5);
+                context.Log.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{mode} N={SweepServices} at {rate}/s: p50 {p50:F2} ms, {configuration.Confirmed} confirmed, {configuration.Failed} failed, {configuration.Unanswered} unanswered in {configuration.Elapsed.TotalSeconds:F1} s"));
+                rates.Add(rate);
+                p50s.Add(p50);
+                baseline = double.IsNaN(baseline) ? p50 : baseline;
+                bool kept = configuration.Unanswered == 0 && p50 <= 2 * baseline;
+                if (!kept)
+                {
+                    break;
+                }
+
+                maxRate = rate;
+            }
+
+            results.Add($"max_rate_{mode}", maxRate, 0);
+            results.AddSamples($"{mode}_sweep_rates", rates);
+            results.AddSamples($"{mode}_sweep_p50_ms", p50s);
+        }
+
+        results.Add("violations", violations, 0);
+        results.Add("sweep_services", SweepServices, 0);
+        results.Add("group_commit_ms", 10, 0);
+        if (violations > 0)
+        {
+            throw new InvalidOperationException($"The travel checker found {violations} violations (listed above).");
+        }
+
+        return results;
+    }
+
+    private static double P50(ModeResult mode, int services)
+    {
+        foreach (var configuration in mode.Configurations)
+        {
+            if (configuration.Services == services)
+            {
+                return Stats.Percentile(Sorted(configuration.LatenciesMs), 0.5);
+            }
+        }
+
+        throw new InvalidOperationException($"The {mode.Name} run has no configuration of {services} services.");
+    }
+
+    private static double[] Sorted(IReadOnlyList<double> values)
+    {
+        if (values.Count == 0)
+        {
+            throw new InvalidOperationException("A configuration confirmed no trip: nothing to measure.");
+        }
+
+        var sorted = values.ToArray();
+        Array.Sort(sorted);
+        return sorted;
+    }
+
+    private static void ReportViolations(ScenarioContext context, TravelResults run)
+    {
+        foreach (string violation in run.Violations)
+        {
+            context.Log.WriteLine($"violation: {violation}");
+        }
+    }
+}
