@@ -42,11 +42,14 @@ internal static class ReservationHost
             {
                 Directory = Path.Combine(data, "kv"),
 
-                // A few hundred small records: a small index and memory keep each version's checkpoint cheap. An
-                // item's record (its holders) stays far below the largest value at the launcher's largest capacity.
+                // A few hundred small records: a small index keeps each version's checkpoint cheap. Every reservation
+                // rewrites its item's record (its holders) at the log's tail, so at hundreds of trips per second the
+                // log grows by megabytes a minute: 64 MB of memory keeps every item in memory for a whole run, where a
+                // smaller one would push rarely booked items to disk and every read of them would wait for I/O. An
+                // item's record stays far below the largest value at the launcher's largest capacity.
                 IndexBuckets = 1 << 12,
                 PageSizeBits = 18,
-                MemorySizeBits = 20,
+                MemorySizeBits = 26,
                 SegmentSizeBits = 24,
                 MaxKeyBytes = 256,
                 MaxValueBytes = 128 * 1024,
