@@ -348,21 +348,15 @@ public sealed class WorkflowEngine : IAsyncDisposable
 
     // ---- Used by runs and executors ----
 
-    /// <summary>Whether runs of <paramref name="generation"/> may append now. Call inside an action of the log.</summary>
-    internal bool MayAppend(Generation generation)
+    /// <summary>
+    /// Whether runs of <paramref name="generation"/> may append now; <paramref name="restored"/> says the log was restored
+    /// since the generation began (the caller then has the history reloaded, with no lock held). Call inside an action of
+    /// the log.
+    /// </summary>
+    internal bool MayAppend(Generation generation, out bool restored)
     {
-        if (generation.HasEnded)
-        {
-            return false;
-        }
-
-        if (Log.RestoreCount != generation.RestoreCount)
-        {
-            RequestReload("the log was restored");
-            return false;
-        }
-
-        return true;
+        restored = !generation.HasEnded && Log.RestoreCount != generation.RestoreCount;
+        return !generation.HasEnded && !restored;
     }
 
     /// <summary>Encodes and appends one event. Call inside an action of the log.</summary>

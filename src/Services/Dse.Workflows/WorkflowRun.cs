@@ -140,21 +140,33 @@ internal sealed class WorkflowRun
     /// <returns>False if nothing was appended.</returns>
     public bool TryAppend(HistoryEventKind kind, int seq = 0, string? name = null, string? text = null, ReadOnlyMemory<byte> data = default, bool closes = false)
     {
+        bool restored = false;
+        bool appended = false;
         lock (_lock)
         {
-            if (_closed || !_engine.MayAppend(Generation))
+            if (!_closed && _engine.MayAppend(Generation, out restored))
             {
-                return false;
+                var e = new HistoryEvent(Id, RunNumber, _history.Count, kind, _engine.Options.TimeProvider.GetUtcNow(), seq, name, text, data);
+                _engine.AppendToLog(e);
+                _history.Add(e);
+                _closed = closes;
+                appended = true;
             }
-
-            var e = new HistoryEvent(Id, RunNumber, _history.Count, kind, _engine.Options.TimeProvider.GetUtcNow(), seq, name, text, data);
-            _engine.AppendToLog(e);
-            _history.Add(e);
-            _closed = closes;
         }
 
-        Wake();
-        return true;
+        if (appended)
+        {
+            Wake();
+            return true;
+        }
+
+        if (restored)
+        {
+            // Outside the run's lock: the engine's lock comes first in the lock order.
+            _engine.RequestReload("the log was restored");
+        }
+
+        return false;
     }
 
     /// <summary>Closes the run without appending (it stopped, or the engine drops it).</summary>
