@@ -1,4 +1,3 @@
-using System.Text;
 using System.Text.Json;
 using Dse.Services;
 using Microsoft.Extensions.Logging;
@@ -38,7 +37,7 @@ public sealed class WorkflowEngine : IAsyncDisposable
     private TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private string? _reloadReason;
     private long _generations;
-    private readonly Dictionary<string, List<(TaskCompletionSource<WorkflowOutcome> Waiter, bool IncludeStopped)>> _waiters = new(StringComparer.Ordinal);
+    private readonly OutcomeWaiters _waiters = new();
 
     private Task? _reloader;
 
@@ -103,7 +102,7 @@ public sealed class WorkflowEngine : IAsyncDisposable
     public WorkflowStartResult StartInAction(string type, string id, ReadOnlyMemory<byte> input)
     {
         ArgumentNullException.ThrowIfNull(type);
-        CheckId(id);
+        WorkflowInputChecks.CheckId(id);
         if (!_registry.TryGet(type, out var definition))
         {
             throw new UnknownWorkflowTypeException(type);
@@ -151,7 +150,7 @@ public sealed class WorkflowEngine : IAsyncDisposable
     {
         ArgumentNullException.ThrowIfNull(id);
         ArgumentException.ThrowIfNullOrWhiteSpace(name);
-        CheckJson(payload, nameof(payload));
+        WorkflowInputChecks.CheckJson(payload, nameof(payload));
         AppendToRunning(id, run => run.TryAppend(HistoryEventKind.SignalReceived, 0, name, data: payload.ToArray()), cancel: false);
     }
 
@@ -320,15 +319,7 @@ public sealed class WorkflowEngine : IAsyncDisposable
             _generation = null;
             _ready = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
             _ready.SetException(new WorkflowEngineUnavailableException("The workflow engine is disposed."));
-            foreach (var waiters in _waiters.Values)
-            {
-                foreach (var (waiter, _) in waiters)
-                {
-                    waiter.TrySetException(new WorkflowEngineUnavailableException("The workflow engine is disposed."));
-                }
-            }
-
-            _waiters.Clear();
+            _waiters.FailAll(new WorkflowEngineUnavailableException("The workflow engine is disposed."));
         }
 
         generation?.End();
@@ -513,14 +504,7 @@ public sealed class WorkflowEngine : IAsyncDisposable
                 throw new WorkflowNotFoundException(id, $"No workflow '{id}' exists.");
             }
 
-            var waiter = new TaskCompletionSource<WorkflowOutcome>(TaskCreationOptions.RunContinuationsAsynchronously);
-            if (!_waiters.TryGetValue(id, out var waiters))
-            {
-                _waiters[id] = waiters = [];
-            }
-
-            waiters.Add((waiter, includeStopped));
-            return waiter.Task.WaitAsync(cancellationToken);
+            return _waiters.Add(id, includeStopped, cancellationToken);
         }
     }
 
@@ -619,20 +603,11 @@ public sealed class WorkflowEngine : IAsyncDisposable
                 {
                     if (instance.Outcome is { } outcome)
                     {
-                        CompleteWaiters(instance.Id, outcome);
+                        _waiters.Complete(instance.Id, outcome);
                     }
                 }
 
-                // Waiters for workflows whose start was rolled back: they no longer exist.
-                foreach (string gone in _waiters.Keys.Where(id => !instances.ContainsKey(id)).ToList())
-                {
-                    foreach (var (waiter, _) in _waiters[gone])
-                    {
-                        waiter.TrySetException(new WorkflowNotFoundException(gone, $"No workflow '{gone}' exists: a rollback took its start away."));
-                    }
-
-                    _waiters.Remove(gone);
-                }
+                _waiters.FailMissing(instances.ContainsKey);
 
                 _ready.TrySetResult();
             }
@@ -742,30 +717,7 @@ public sealed class WorkflowEngine : IAsyncDisposable
             instance.ClosedHistoryLength = historyLength;
             instance.OutcomeVertex = vertex;
             instance.Current = null;
-            CompleteWaiters(run.Id, outcome);
-        }
-    }
-
-    private void CompleteWaiters(string id, WorkflowOutcome outcome)
-    {
-        if (!_waiters.TryGetValue(id, out var waiters))
-        {
-            return;
-        }
-
-        waiters.RemoveAll(w =>
-        {
-            if (!w.IncludeStopped && outcome.Status == WorkflowStatus.Stopped)
-            {
-                return w.Waiter.Task.IsCompleted;
-            }
-
-            w.Waiter.TrySetResult(outcome);
-            return true;
-        });
-        if (waiters.Count == 0)
-        {
-            _waiters.Remove(id);
+            _waiters.Complete(run.Id, outcome);
         }
     }
 
@@ -841,29 +793,4 @@ public sealed class WorkflowEngine : IAsyncDisposable
             call();
             return true;
         }, cancellationToken);
-
-    private static void CheckId(string id)
-    {
-        ArgumentException.ThrowIfNullOrWhiteSpace(id);
-        if (Encoding.UTF8.GetByteCount(id) > HistoryCodec.MaxIdBytes)
-        {
-            throw new ArgumentException($"A workflow id is at most {HistoryCodec.MaxIdBytes} UTF-8 bytes.", nameof(id));
-        }
-    }
-
-    private static void CheckJson(ReadOnlyMemory<byte> payload, string parameter)
-    {
-        try
-        {
-            var reader = new Utf8JsonReader(payload.Span);
-            if (!reader.Read() || !reader.TrySkip() || reader.Read())
-            {
-                throw new ArgumentException("The payload is not one JSON value.", parameter);
-            }
-        }
-        catch (JsonException ex)
-        {
-            throw new ArgumentException($"The payload is not JSON: {ex.Message}", parameter, ex);
-        }
-    }
 }
