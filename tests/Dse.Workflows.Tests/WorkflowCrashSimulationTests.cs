@@ -13,6 +13,9 @@ namespace Dse.Workflows.Tests;
 public sealed class WorkflowCrashSimulationTests(ITestOutputHelper output)
 {
     private const int DefaultSeeds = 12;
+
+    // From this many seeds on, a run must also have re-issued steps and reloaded after rollbacks.
+    private const int LongRun = 50;
     private static readonly TimeSpan Timeout = TimeSpan.FromSeconds(60);
 
     // Longer than the log's: a service crash finds versions the log already depends on and the service has not persisted.
@@ -39,7 +42,15 @@ public sealed class WorkflowCrashSimulationTests(ITestOutputHelper output)
         }
 
         output.WriteLine($"{count} seeds from {first}: {total}");
-        Assert.True(total.HostCrashes > 0 && total.ServiceCrashes > 0 && total.ReissuedSteps > 0 && total.Reloads > 0, $"the simulation did not exercise failures: {total}");
+
+        // The seeds fix the crash schedule, so every run crashes both. Whether a crash finds a step in flight or a
+        // dependency the service had not persisted depends on timing: a long run must meet both, a short one may not
+        // (WorkflowReplayTests and WorkflowRollbackTests pin those two paths deterministically).
+        Assert.True(total.HostCrashes > 0 && total.ServiceCrashes > 0, $"the simulation did not crash the host and the service: {total}");
+        if (count >= LongRun)
+        {
+            Assert.True(total.ReissuedSteps > 0 && total.Reloads > 0, $"{count} seeds did not exercise re-issued steps and reloads: {total}");
+        }
     }
 
     private static async Task RunSeedAsync(int seed, Stats stats)
