@@ -42,22 +42,23 @@ public sealed class TravelScenario : IScenario
             cancellationToken: context.CancellationToken).ConfigureAwait(false);
         violations += panel.Violations.Count;
         ReportViolations(context, panel);
+        var p50 = new Dictionary<(string Mode, int Services), double>();
         foreach (var mode in new[] { panel.Speculative!, panel.NonSpeculative! })
         {
             foreach (var configuration in mode.Configurations)
             {
-                var latencies = Sorted(configuration.LatenciesMs);
+                p50[(mode.Name, configuration.Services)] = P50(configuration);
                 string suffix = string.Create(CultureInfo.InvariantCulture, $"s{configuration.Services}");
-                results.Add($"{mode.Name}_p50_ms_{suffix}", Stats.Percentile(latencies, 0.5), 2);
+                results.Add($"{mode.Name}_p50_ms_{suffix}", p50[(mode.Name, configuration.Services)], 2);
                 results.Add($"{mode.Name}_mean_ms_{suffix}", configuration.MeanMs, 2);
                 results.Add($"{mode.Name}_p95_ms_{suffix}", configuration.P95Ms, 2);
             }
         }
 
-        double specS1 = P50(panel.Speculative!, 1);
-        double specS5 = P50(panel.Speculative!, 5);
-        double nonspecS1 = P50(panel.NonSpeculative!, 1);
-        double nonspecS5 = P50(panel.NonSpeculative!, 5);
+        double specS1 = p50[("spec", 1)];
+        double specS5 = p50[("spec", 5)];
+        double nonspecS1 = p50[("nonspec", 1)];
+        double nonspecS5 = p50[("nonspec", 5)];
         results.Add("ratio_s5", specS5 / nonspecS5, 3);
         results.Add("spec_flatness", specS5 / specS1, 3);
         results.Add("nonspec_growth", nonspecS5 / nonspecS1, 3);
@@ -87,12 +88,12 @@ public sealed class TravelScenario : IScenario
                 violations += run.Violations.Count;
                 ReportViolations(context, run);
                 var configuration = (speculative ? run.Speculative! : run.NonSpeculative!).Configurations[0];
-                double p50 = Stats.Percentile(Sorted(configuration.LatenciesMs), 0.5);
-                context.Log.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{mode} N={SweepServices} at {rate}/s: p50 {p50:F2} ms, {configuration.Confirmed} confirmed, {configuration.Failed} failed, {configuration.Unanswered} unanswered in {configuration.Elapsed.TotalSeconds:F1} s"));
+                double ratePoint = P50(configuration);
+                context.Log.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{mode} N={SweepServices} at {rate}/s: p50 {ratePoint:F2} ms, {configuration.Confirmed} confirmed, {configuration.Failed} failed, {configuration.Unanswered} unanswered in {configuration.Elapsed.TotalSeconds:F1} s"));
                 rates.Add(rate);
-                p50s.Add(p50);
-                baseline = double.IsNaN(baseline) ? p50 : baseline;
-                bool kept = configuration.Unanswered == 0 && p50 <= 2 * baseline;
+                p50s.Add(ratePoint);
+                baseline = double.IsNaN(baseline) ? ratePoint : baseline;
+                bool kept = configuration.Unanswered == 0 && ratePoint <= 2 * baseline;
                 if (!kept)
                 {
                     break;
@@ -117,29 +118,17 @@ public sealed class TravelScenario : IScenario
         return results;
     }
 
-    private static double P50(ModeResult mode, int services)
+    /// <summary>The median latency of a configuration's confirmed trips.</summary>
+    private static double P50(ConfigurationResult configuration)
     {
-        foreach (var configuration in mode.Configurations)
+        if (configuration.LatenciesMs.Count == 0)
         {
-            if (configuration.Services == services)
-            {
-                return Stats.Percentile(Sorted(configuration.LatenciesMs), 0.5);
-            }
+            throw new InvalidOperationException($"Trips of {configuration.Services} services confirmed none: nothing to measure.");
         }
 
-        throw new InvalidOperationException($"The {mode.Name} run has no configuration of {services} services.");
-    }
-
-    private static double[] Sorted(IReadOnlyList<double> values)
-    {
-        if (values.Count == 0)
-        {
-            throw new InvalidOperationException("A configuration confirmed no trip: nothing to measure.");
-        }
-
-        var sorted = values.ToArray();
+        var sorted = configuration.LatenciesMs.ToArray();
         Array.Sort(sorted);
-        return sorted;
+        return Stats.Percentile(sorted, 0.5);
     }
 
     private static void ReportViolations(ScenarioContext context, TravelResults run)

@@ -585,8 +585,7 @@ public abstract class StateObject : IAsyncDisposable
             {
                 if (reason == AdvanceReason.CommitOrdering && Volatile.Read(ref _dirty) == 0 && _deps.IsEmpty)
                 {
-                    // No action ran in the current version since the last advance: no header, sthread or dependency names
-                    // it, so it moves up to the sender's number without a persist, as the numbers a jump skips do.
+                    // No action ran in this version, so nothing names it: it takes the sender's number without a persist.
                     Volatile.Write(ref _version, target);
                     DseTelemetry.VersionsRenumbered.Add(1);
                     return;
@@ -803,12 +802,4 @@ public abstract class StateObject : IAsyncDisposable
     /// <summary>Under _writer: nothing persisted covers <paramref name="wanted"/>, no periodic advance will, and it is plausible.</summary>
     private bool IsWantedNow(long wanted) =>
         wanted > _persistedThrough && !(_version >= wanted && Volatile.Read(ref _dirty) != 0) && HeaderRules.IsWithinLead(wanted, ClusterView, _options.MaxVersionLead);
-
-    private enum AdvanceReason
-    {
-        Explicit,
-        Periodic,
-        CommitOrdering,
-        Wanted,
-    }
 }

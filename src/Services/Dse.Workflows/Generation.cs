@@ -9,7 +9,8 @@ internal sealed class Generation(long number, long restoreCount) : IDisposable
 {
     private readonly CancellationTokenSource _end = new();
     private readonly Lock _lock = new();
-    private readonly List<Task> _tasks = [];
+    // The tracked tasks still running; each removes itself when it ends.
+    private readonly HashSet<Task> _tasks = [];
 
     /// <summary>The generation's number (1 for the first load).</summary>
     public long Number { get; } = number;
@@ -41,9 +42,22 @@ internal sealed class Generation(long number, long restoreCount) : IDisposable
     {
         lock (_lock)
         {
-            _tasks.RemoveAll(t => t.IsCompleted);
             _tasks.Add(task);
         }
+
+        task.ContinueWith(
+            static (ended, state) =>
+            {
+                var generation = (Generation)state!;
+                lock (generation._lock)
+                {
+                    generation._tasks.Remove(ended);
+                }
+            },
+            this,
+            CancellationToken.None,
+            TaskContinuationOptions.ExecuteSynchronously,
+            TaskScheduler.Default);
     }
 
     /// <summary>Waits (at most <paramref name="timeout"/>) for the tracked tasks after the end.</summary>

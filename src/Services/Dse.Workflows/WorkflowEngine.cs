@@ -667,10 +667,13 @@ public sealed class WorkflowEngine : IAsyncDisposable
 
     private void Launch(WorkflowRun run) => run.Generation.Track(Task.Run(run.RunAsync));
 
+    /// <summary>The generation that serves now: not ended, and the log not restored since it loaded. Under _lock.</summary>
+    private Generation? ServingGeneration() =>
+        _generation is { HasEnded: false } generation && Log.RestoreCount == generation.RestoreCount ? generation : null;
+
     private Generation CurrentGeneration() =>
-        _generation is { HasEnded: false } generation && Log.RestoreCount == generation.RestoreCount
-            ? generation
-            : throw new WorkflowEngineUnavailableException(_disposed.IsCancellationRequested
+        ServingGeneration()
+            ?? throw new WorkflowEngineUnavailableException(_disposed.IsCancellationRequested
                 ? "The workflow engine is disposed."
                 : "The workflow engine is loading its history (it starts, or a rollback restored its log); retry.");
 
@@ -738,8 +741,7 @@ public sealed class WorkflowEngine : IAsyncDisposable
     {
         lock (_lock)
         {
-            return _generation is { HasEnded: false } generation && Log.RestoreCount == generation.RestoreCount
-                && _instances.TryGetValue(id, out var instance) && ReferenceEquals(instance.Outcome, outcome);
+            return ServingGeneration() is not null && _instances.TryGetValue(id, out var instance) && ReferenceEquals(instance.Outcome, outcome);
         }
     }
 

@@ -473,7 +473,7 @@ internal sealed class WorkflowRun
             }
         }
 
-        await IssueMarkersOnlyAsync(token).ConfigureAwait(false);
+        await RecordMarkersAndStopStartingAsync(token).ConfigureAwait(false);
         if (body.IsCompletedSuccessfully)
         {
             await _engine.CloseRunAsync(this, HistoryEventKind.WorkflowCompleted, null, null, body.Result, token).ConfigureAwait(false);
@@ -495,7 +495,7 @@ internal sealed class WorkflowRun
         }
     }
 
-    private async Task IssueMarkersOnlyAsync(CancellationToken token)
+    private async Task RecordMarkersAndStopStartingAsync(CancellationToken token)
     {
         // The code no longer waits for its pending commands: no executor is started for them.
         foreach (var command in _pending.Values)
