@@ -19,6 +19,7 @@ public static class ScenarioRegistry
         new InterceptorScenario(),
         new TwoPhaseCommitScenario(),
         new TravelScenario(),
+        new FunctionsEngineScenario(),
         new CommitPoolScenario(),
     ];
 

@@ -1,15 +1,17 @@
-using Dse.Functions.Engine;
+using MemoryPack;
 
-namespace Dse.Functions.Tests;
+namespace Dse.Functions.Engine;
 
 /// <summary>
-/// The serial oracle: checks that a run's outcomes are in the protocol's order, replays them in that order with
+/// The serial oracle (the runtime's proof obligation): checks that a run's outcomes are in the protocol's order, replays them in that order with
 /// <see cref="SerialEntityRunner"/> and compares every reply and every entity's final state.
 /// </summary>
 internal static class SerialOracle
 {
+    /// <summary>One request as submitted (names and bytes) and the outcome the runtime gave it.</summary>
     public sealed record Submitted(string EntityType, byte[] Key, string Method, byte[] Args, TransactionOutcome Outcome);
 
+    /// <summary>A phase's place within an epoch: logic aborts, then lock-free, then fallback.</summary>
     public static int PhaseRank(TransactionPhase phase) => phase switch
     {
         TransactionPhase.OptimisticLogicAbort => 0,
@@ -91,7 +93,7 @@ internal static class SerialOracle
         var expected = runner.Snapshot();
         foreach (((string entity, object key), object? value) in expected)
         {
-            if (!finalState.TryGetValue((entity, key), out object? actual) || !Equals(actual, value))
+            if (!finalState.TryGetValue((entity, key), out object? actual) || !SameState(runner.Registry.ByName(entity)!.StateType, actual, value))
             {
                 problems.Add($"{entity}({key}): runtime state {actual ?? "(none)"}, serial state {value ?? "(none)"}");
             }
@@ -107,6 +109,10 @@ internal static class SerialOracle
 
         return problems;
     }
+
+    // States compare by their serialized bytes: a record holding a collection has reference equality on it.
+    private static bool SameState(Type stateType, object? a, object? b) =>
+        MemoryPackSerializer.Serialize(stateType, a).AsSpan().SequenceEqual(MemoryPackSerializer.Serialize(stateType, b));
 
     private static bool SameReply(TransactionOutcome a, TransactionOutcome b) =>
         a.Abort is null
