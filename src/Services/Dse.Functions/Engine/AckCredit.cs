@@ -3,9 +3,9 @@ namespace Dse.Functions.Engine;
 /// <summary>
 /// Exact completion tracking for a transaction's call graph (Mattern's weight throwing, Styx's ack shares), in
 /// integers: the root starts with <see cref="Full"/>; an awaited call takes half of its caller's credit and gives back
-/// what it did not pass on with its reply; one-way calls split what their caller holds when it completes (evenly,
-/// the remainder to the first); an invocation that ends holding credit with no caller to reply to returns it to the
-/// root. The graph is complete exactly when the root holds <see cref="Full"/> again: never early, since every running
+/// what it did not pass on with its reply; one-way calls split what their caller holds when it completes evenly with
+/// the caller's own return (the remainder to the caller), so that every report travels with credit; an invocation that
+/// ends holding credit with no caller to reply to returns it to the root. The graph is complete exactly when the root holds <see cref="Full"/> again: never early, since every running
 /// invocation holds at least one unit, and exactly once, since the sum is only reached when all of it came back.
 /// </summary>
 internal static class AckCredit

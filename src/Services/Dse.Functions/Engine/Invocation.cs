@@ -343,13 +343,15 @@ internal sealed class Invocation : IEntityCaller, IEntityFactory
         Credit = UInt128.Zero;
         if (!_bodyFailed && _oneWays is { Count: > 0 } oneWays)
         {
-            var shares = new UInt128[oneWays.Count];
-            if (AckCredit.TrySplitEven(credit, oneWays.Count, shares))
+            // The one-way calls share the credit with this call's own return, so that what this call reports (its
+            // failures, races, divergence) comes back with credit of its own: the graph cannot complete without it.
+            var shares = new UInt128[oneWays.Count + 1];
+            if (AckCredit.TrySplitEven(credit, shares.Length, shares))
             {
-                credit = UInt128.Zero;
+                credit = shares[0];
                 for (int i = 0; i < oneWays.Count; i++)
                 {
-                    oneWays[i].Credit = shares[i];
+                    oneWays[i].Credit = shares[i + 1];
                     Site!.Dispatch(oneWays[i]);
                 }
             }

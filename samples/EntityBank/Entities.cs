@@ -1,0 +1,162 @@
+using System.Collections.Immutable;
+using Dse.Functions;
+using MemoryPack;
+
+namespace Dse.Samples.EntityBank;
+
+[MemoryPackable]
+public partial record Account(long Balance);
+
+public sealed class InsufficientFundsException(string key, long balance, long amount)
+    : Exception($"account {key} holds {balance}, cannot withdraw {amount}");
+
+public interface IAccount : IEntity<string>
+{
+    Task<long> Balance();
+
+    Task Withdraw(long amount);
+
+    Task Open(long balance);
+
+    [OneWay]
+    Task Deposit(long amount);
+}
+
+public sealed class AccountEntity : Entity<string, Account>, IAccount
+{
+    protected override Account Initial => new(0);
+
+    public Task<long> Balance() => Task.FromResult(State.Balance);
+
+    public Task Withdraw(long amount)
+    {
+        if (State.Balance < amount)
+        {
+            throw new InsufficientFundsException(Key, State.Balance, amount);
+        }
+
+        State = State with { Balance = State.Balance - amount };
+        return Task.CompletedTask;
+    }
+
+    public Task Open(long balance)
+    {
+        State = new Account(balance);
+        return Task.CompletedTask;
+    }
+
+    public Task Deposit(long amount)
+    {
+        State = State with { Balance = State.Balance + amount };
+        return Task.CompletedTask;
+    }
+}
+
+/// <summary>A stateless function: a transfer between two accounts, one transaction however many partitions it spans.</summary>
+public interface IBank : IEntity<Guid>
+{
+    Task<long> Transfer(string from, string to, long amount);
+}
+
+public sealed class Bank : Entity<Guid, Unit>, IBank
+{
+    public async Task<long> Transfer(string from, string to, long amount)
+    {
+        IAccount debtor = Entities.Get<IAccount>(from);
+        await debtor.Withdraw(amount);
+        await Entities.Get<IAccount>(to).Deposit(amount);
+        return await debtor.Balance();
+    }
+}
+
+[MemoryPackable]
+public partial record Inventory(int Free, ImmutableList<string> Holders);
+
+[MemoryPackable]
+public partial record Booking(int Flight, int Hotel, string User);
+
+public sealed class NotEnoughSpaceException(string message) : Exception(message);
+
+public interface IHotel : IEntity<int>
+{
+    Task Reserve(string orderId);
+
+    Task Stock(int free);
+
+    Task<Inventory> Look();
+}
+
+public interface IFlight : IEntity<int>
+{
+    Task Reserve(string orderId);
+
+    Task Stock(int free);
+
+    Task<Inventory> Look();
+}
+
+public interface IOrder : IEntity<string>
+{
+    Task<string> Create(int flightId, int hotelId, string userId);
+}
+
+public sealed class Hotel : Entity<int, Inventory>, IHotel
+{
+    protected override Inventory Initial => new(0, []);
+
+    public Task Reserve(string orderId)
+    {
+        if (State.Free == 0)
+        {
+            throw new NotEnoughSpaceException($"hotel {Key} is full");
+        }
+
+        State = State with { Free = State.Free - 1, Holders = State.Holders.Add(orderId) };
+        return Task.CompletedTask;
+    }
+
+    public Task Stock(int free)
+    {
+        State = State with { Free = free };
+        return Task.CompletedTask;
+    }
+
+    public Task<Inventory> Look() => Task.FromResult(State);
+}
+
+public sealed class Flight : Entity<int, Inventory>, IFlight
+{
+    protected override Inventory Initial => new(0, []);
+
+    public Task Reserve(string orderId)
+    {
+        if (State.Free == 0)
+        {
+            throw new NotEnoughSpaceException($"flight {Key} is full");
+        }
+
+        State = State with { Free = State.Free - 1, Holders = State.Holders.Add(orderId) };
+        return Task.CompletedTask;
+    }
+
+    public Task Stock(int free)
+    {
+        State = State with { Free = free };
+        return Task.CompletedTask;
+    }
+
+    public Task<Inventory> Look() => Task.FromResult(State);
+}
+
+/// <summary>Reserves a flight seat and a hotel room in parallel, as one transaction: both or neither.</summary>
+public sealed class Order : Entity<string, Booking?>, IOrder
+{
+    public async Task<string> Create(int flightId, int hotelId, string userId)
+    {
+        await Task.WhenAll(
+            Entities.Get<IHotel>(hotelId).Reserve(Key),
+            Entities.Get<IFlight>(flightId).Reserve(Key));
+        State = new Booking(flightId, hotelId, userId);
+        return "Reservation successful";
+    }
+}

@@ -1,0 +1,104 @@
+using MemoryPack;
+
+namespace Dse.Functions.Tests;
+
+/// <summary>Requests and calls the runtime must refuse: each a clear, deterministic refusal that applies nothing.</summary>
+public class EntityBadInputTests
+{
+    private static void Entities(EntityRegistration e) => e.Add<AccountEntity>().Add<Probe>();
+
+    [Fact]
+    public async Task UnknownEntityType_IsRejectedBeforeSequencing()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        TransactionOutcome outcome = await runtime.Client.SubmitAsync("Nope", Key("a"), "Balance", ReadOnlyMemory<byte>.Empty);
+        Assert.Equal(TransactionPhase.Rejected, outcome.Phase);
+        Assert.Equal(-1, outcome.Tid);
+        Assert.Equal(typeof(UnknownEntityException).FullName, outcome.Abort!.ExceptionType);
+        Assert.Equal("No entity type named Nope is registered.", outcome.Abort.Message);
+    }
+
+    [Fact]
+    public async Task KeyThatDoesNotDeserialize_IsRejected()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        TransactionOutcome outcome = await runtime.Client.SubmitAsync("AccountEntity", new byte[] { 0xFF, 0xFF, 0xFF, 0x7F, 1 }, "Balance", ReadOnlyMemory<byte>.Empty);
+        Assert.Equal(TransactionPhase.Rejected, outcome.Phase);
+        Assert.Equal(typeof(EntityArgumentException).FullName, outcome.Abort!.ExceptionType);
+        Assert.StartsWith("The key (5 bytes) does not deserialize as String", outcome.Abort.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task UnknownMethod_AbortsTheTransaction()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        TransactionOutcome outcome = await runtime.Client.SubmitAsync("AccountEntity", Key("a"), "Steal", ReadOnlyMemory<byte>.Empty);
+        Assert.Equal(TransactionPhase.OptimisticLogicAbort, outcome.Phase);
+        Assert.Equal(typeof(UnknownEntityException).FullName, outcome.Abort!.ExceptionType);
+        Assert.Equal("Entity type AccountEntity has no method Steal.", outcome.Abort.Message);
+    }
+
+    [Theory]
+    [InlineData(new byte[] { 1, 2, 3 })]
+    [InlineData(new byte[] { })]
+    [InlineData(new byte[] { 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF })]
+    public async Task ArgumentsThatDoNotDeserialize_AbortAndApplyNothing(byte[] args)
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        TransactionOutcome outcome = await runtime.Client.SubmitAsync("AccountEntity", Key("a"), "TransferTo", args);
+        Assert.False(outcome.Committed);
+        Assert.Equal(typeof(EntityArgumentException).FullName, outcome.Abort!.ExceptionType);
+        Assert.StartsWith($"The arguments of TransferTo ({args.Length} bytes) do not deserialize", outcome.Abort.Message, StringComparison.Ordinal);
+        Assert.Empty(await runtime.SnapshotAsync());
+    }
+
+    [Fact]
+    public async Task ArgumentsForAMethodWithoutParameters_Abort()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        TransactionOutcome outcome = await runtime.Client.SubmitAsync("AccountEntity", Key("a"), "Balance", new byte[] { 1 });
+        Assert.Equal(typeof(EntityArgumentException).FullName, outcome.Abort!.ExceptionType);
+    }
+
+    [Fact]
+    public async Task CallsDeeperThanTheLimit_Abort()
+    {
+        await using var runtime = EntityRuntime.Start(o => o.MaxCallDepth = 10, Entities);
+        Assert.Equal(9, await runtime.Client.Get<IProbe>("p").Recurse(9));
+        var aborted = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IProbe>("p").Recurse(11));
+        Assert.Equal(typeof(CallGraphLimitException).FullName, aborted.ExceptionType);
+        Assert.Contains("deeper than the limit of 10 nested calls", aborted.AbortMessage, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AnUnregisteredInterface_OrAWrongKeyType_AbortsTheCaller()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        var unregistered = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IProbe>("p").CallUnregistered());
+        Assert.Equal(typeof(UnknownEntityException).FullName, unregistered.ExceptionType);
+        Assert.Contains(nameof(IUnregistered), unregistered.AbortMessage, StringComparison.Ordinal);
+
+        var wrongKey = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IProbe>("p").WrongKeyType());
+        Assert.Equal(typeof(EntityArgumentException).FullName, wrongKey.ExceptionType);
+        Assert.Equal("Entity type AccountEntity is keyed by String, not Int32 (key 42).", wrongKey.AbortMessage);
+    }
+
+    [Fact]
+    public async Task StateTouchedFromAnotherThread_Aborts()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        var aborted = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IProbe>("p").TouchAfterTaskRun());
+        Assert.Equal(typeof(InvalidOperationException).FullName, aborted.ExceptionType);
+        Assert.Contains("ran on a thread that is not its partition's", aborted.AbortMessage, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void RegisteringAClassTwiceByName_OrAnUnknownType_IsRefused()
+    {
+        var unknown = Assert.Throws<ArgumentException>(() => new SerialEntityRunner(e => e.Add(typeof(string))));
+        Assert.Contains("has no generated registration", unknown.Message, StringComparison.Ordinal);
+        Assert.Throws<ArgumentOutOfRangeException>(() => EntityRuntime.Start(o => o.Partitions = 0, Entities));
+    }
+
+    private static byte[] Key(string key) => MemoryPackSerializer.Serialize(key);
+}
