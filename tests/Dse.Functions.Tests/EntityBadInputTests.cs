@@ -5,7 +5,7 @@ namespace Dse.Functions.Tests;
 /// <summary>Requests and calls the runtime must refuse: each a clear, deterministic refusal that applies nothing.</summary>
 public class EntityBadInputTests
 {
-    private static void Entities(EntityRegistration e) => e.Add<AccountEntity>().Add<Probe>();
+    private static void Entities(EntityRegistration e) => e.Add<AccountEntity>().Add<Probe>().Add<Sink>().Add<Fragile>();
 
     [Fact]
     public async Task UnknownEntityType_IsRejectedBeforeSequencing()
@@ -90,6 +90,40 @@ public class EntityBadInputTests
         var aborted = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IProbe>("p").TouchAfterTaskRun());
         Assert.Equal(typeof(InvalidOperationException).FullName, aborted.ExceptionType);
         Assert.Contains("ran on a thread that is not its partition's", aborted.AbortMessage, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AnArgumentThatCannotBeSerialized_AbortsEvenWhenCaught()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        var aborted = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IProbe>("p").PassUnserializable());
+        Assert.Equal(typeof(EntityArgumentException).FullName, aborted.ExceptionType);
+        Assert.StartsWith("The arguments of Sink(s).Take cannot be serialized", aborted.AbortMessage, StringComparison.Ordinal);
+        Assert.Null(await runtime.GetStateAsync<IAccount, Account>("after"));
+
+        // The runtime goes on.
+        await runtime.Client.Get<IAccount>("next").Set(2);
+        Assert.Equal(2, (await runtime.GetStateAsync<IAccount, Account>("next"))!.Balance);
+    }
+
+    [Fact]
+    public async Task AnEntityWhoseConstructorThrows_AbortsTheTransaction()
+    {
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        var aborted = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IProbe>("p").CallFragile());
+        Assert.Equal(typeof(InvalidOperationException).FullName, aborted.ExceptionType);
+        Assert.Equal("fragile cannot be built", aborted.AbortMessage);
+        Assert.Equal("Fragile", aborted.Entity);
+        Assert.Null(await runtime.GetStateAsync<IAccount, Account>("before"));
+    }
+
+    [Fact]
+    public async Task AStoppedRuntime_RefusesWithObjectDisposed()
+    {
+        var runtime = EntityRuntime.Start(null, Entities);
+        await runtime.DisposeAsync();
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => runtime.Client.Get<IAccount>("a").Set(1));
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => runtime.GetStateAsync<IAccount, Account>("a"));
     }
 
     [Fact]

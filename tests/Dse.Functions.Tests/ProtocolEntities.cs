@@ -56,6 +56,39 @@ public interface IProbe : IEntity<string>
     Task<int> TouchAfterTaskRun();
 
     Task<long> CatchAndContinue(string account);
+
+    Task PassUnserializable();
+
+    Task CallFragile();
+}
+
+/// <summary>A type MemoryPack cannot serialize.</summary>
+public sealed class Opaque
+{
+    public int Value { get; set; }
+}
+
+public interface ISink : IEntity<string>
+{
+    Task Take(Opaque value);
+}
+
+public sealed class Sink : Entity<string, Unit>, ISink
+{
+    public Task Take(Opaque value) => Task.CompletedTask;
+}
+
+public interface IFragile : IEntity<string>
+{
+    Task Touch();
+}
+
+/// <summary>An entity whose constructor throws.</summary>
+public sealed class Fragile : Entity<string, Unit>, IFragile
+{
+    public Fragile() => throw new InvalidOperationException("fragile cannot be built");
+
+    public Task Touch() => Task.CompletedTask;
 }
 
 public interface IUnregistered : IEntity<string>
@@ -108,6 +141,26 @@ public sealed class Probe : Entity<string, Stamp?>, IProbe
         return 1;
     }
 #pragma warning restore DSEF004, DSEF005
+
+    public async Task PassUnserializable()
+    {
+        try
+        {
+            await Entities.Get<ISink>("s").Take(new Opaque { Value = 1 });
+        }
+        catch (EntityArgumentException)
+        {
+            // Caught, but the transaction still aborts.
+        }
+
+        await Entities.Get<IAccount>("after").Set(1);
+    }
+
+    public async Task CallFragile()
+    {
+        await Entities.Get<IAccount>("before").Set(1);
+        await Entities.Get<IFragile>("f").Touch();
+    }
 
     public async Task<long> CatchAndContinue(string account)
     {

@@ -68,6 +68,7 @@ public sealed class EntityRuntime : IAsyncDisposable
     public Task<TState?> GetStateAsync<TInterface, TState>(object key)
         where TInterface : class, IEntity
     {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
         EntityAddress address = _engine.Registry.Address(_engine.Registry.ForInterface(typeof(TInterface)), key);
         var result = new TaskCompletionSource<TState?>(TaskCreationOptions.RunContinuationsAsynchronously);
         Partition partition = _engine.PartitionOf(address);
@@ -80,6 +81,7 @@ public sealed class EntityRuntime : IAsyncDisposable
     /// <returns>A copy of the committed maps of all partitions.</returns>
     public async Task<IReadOnlyDictionary<(string Entity, object Key), object?>> SnapshotAsync()
     {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
         var parts = new List<Task<KeyValuePair<EntityAddress, object?>[]>>();
         foreach (Partition partition in _engine.Partitions)
         {

@@ -84,11 +84,11 @@ internal sealed class Invocation : IEntityCaller, IEntityFactory
             return;
         }
 
-        _instance = Target.Type.CreateInstance();
-        _instance.Invocation = this;
         Task<byte[]> body;
         try
         {
+            _instance = Target.Type.CreateInstance();
+            _instance.Invocation = this;
             body = method.InvokeAsync(_instance, args);
         }
         catch (Exception e)
@@ -122,6 +122,19 @@ internal sealed class Invocation : IEntityCaller, IEntityFactory
     Task<TResult> IEntityCaller.CallAsync<TArgs, TResult>(EntityAddress target, string method, TArgs args, bool oneWay)
     {
         ExecutionSite site = CheckActive();
+        byte[] encoded;
+        try
+        {
+            encoded = WireFormat.Encode(args);
+        }
+        catch (Exception e) when (e is not OutOfMemoryException)
+        {
+            // Before the call takes a place in the graph: an argument that cannot be copied fails the caller.
+            var refused = new EntityArgumentException($"The arguments of {target}.{method} cannot be serialized: {e.Message}", e);
+            _signals.AddFailure(Node, Abort(refused));
+            throw refused;
+        }
+
         int index = _children.Count;
         CallNode node = Node.Child(index, oneWay, _observed);
         var call = new ChildCall();
@@ -153,7 +166,7 @@ internal sealed class Invocation : IEntityCaller, IEntityFactory
             return Task.FromException<TResult>(new EntityTransactionAbortedException(refusal));
         }
 
-        var child = new Invocation(Tx, node, this, target, method, WireFormat.Encode(args));
+        var child = new Invocation(Tx, node, this, target, method, encoded);
         if (oneWay)
         {
             (_oneWays ??= []).Add(child);
@@ -420,6 +433,18 @@ internal sealed class ResultSink<TResult> : TaskCompletionSource<TResult>, IResu
             return;
         }
 
-        TrySetResult(WireFormat.Decode<TResult>(result ?? WireFormat.Empty));
+        TResult value;
+        try
+        {
+            value = WireFormat.Decode<TResult>(result ?? WireFormat.Empty);
+        }
+        catch (Exception e) when (e is not OutOfMemoryException)
+        {
+            // The proxy and the method disagree on the result type (an entity compiled against another interface).
+            TrySetException(new EntityArgumentException($"A call's result ({result?.Length ?? 0} bytes) does not deserialize as {typeof(TResult).Name}: {e.Message}", e));
+            return;
+        }
+
+        TrySetResult(value);
     }
 }
