@@ -5,7 +5,7 @@ namespace Dse.Functions.Tests;
 /// <summary>Requests and calls the runtime must refuse: each a clear, deterministic refusal that applies nothing.</summary>
 public class EntityBadInputTests
 {
-    private static void Entities(EntityRegistration e) => e.Add<AccountEntity>().Add<Probe>().Add<Sink>().Add<Fragile>();
+    private static void Entities(EntityRegistration e) => e.Add<AccountEntity>().Add<Probe>().Add<Sink>().Add<Fragile>().Add<Bank>();
 
     [Fact]
     public async Task UnknownEntityType_IsRejectedBeforeSequencing()
@@ -50,6 +50,45 @@ public class EntityBadInputTests
         Assert.Equal(typeof(EntityArgumentException).FullName, outcome.Abort!.ExceptionType);
         Assert.StartsWith($"The arguments of TransferTo ({args.Length} bytes) do not deserialize", outcome.Abort.Message, StringComparison.Ordinal);
         Assert.Empty(await runtime.SnapshotAsync());
+    }
+
+    [Fact]
+    public async Task RandomBytes_AsArgumentsAndKeys_AreRefusedOrRunButNeverStallTheRuntime()
+    {
+        // What a gateway could be sent: random and truncated argument and key bytes, including huge length prefixes.
+        await using var runtime = EntityRuntime.Start(null, Entities);
+        var random = new Random(5);
+        string[] methods = ["TransferTo", "Withdraw", "Set", "Balance"];
+        var outcomes = new List<Task<TransactionOutcome>>();
+        for (int i = 0; i < 2_000; i++)
+        {
+            byte[] args = new byte[random.Next(0, 24)];
+            random.NextBytes(args);
+            if (i % 3 == 0 && args.Length >= 4)
+            {
+                BitConverter.TryWriteBytes(args.AsSpan(0, 4), random.Next(int.MaxValue / 2, int.MaxValue));
+            }
+
+            byte[] key = i % 5 == 0 ? args : Key($"k{i % 50}");
+            outcomes.Add(i % 7 == 0
+                ? runtime.Client.SubmitAsync("Bank", key, "Total", args)
+                : runtime.Client.SubmitAsync("AccountEntity", key, methods[i % methods.Length], args));
+        }
+
+        foreach (TransactionOutcome outcome in await Task.WhenAll(outcomes))
+        {
+            if (outcome.Abort is { } abort)
+            {
+                Assert.Contains(abort.ExceptionType, new[]
+                {
+                    typeof(EntityArgumentException).FullName, typeof(InsufficientFundsException).FullName, typeof(UnknownEntityException).FullName,
+                });
+            }
+        }
+
+        // Still serving.
+        await runtime.Client.Get<IAccount>("alive").Set(3);
+        Assert.Equal(3, (await runtime.GetStateAsync<IAccount, Account>("alive"))!.Balance);
     }
 
     [Fact]
