@@ -402,6 +402,11 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
             throw new DseCoordinatorException($"Participant {objectId} reported version {report.Version}; versions start at 1.");
         }
 
+        if (CoordinatorInstrumentation.Reports.Enabled)
+        {
+            CoordinatorInstrumentation.Reports.Add(1);
+        }
+
         Task blocked;
         lock (_lock)
         {

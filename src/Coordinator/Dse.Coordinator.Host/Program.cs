@@ -94,7 +94,19 @@ internal static class Program
         }
 
         using var ownedCertificate = certificate;
-        await using var app = Build(arguments, container, certificate, intermediates, out var endpoints);
+        WebApplication built;
+        (ListenOptions Grpc, ListenOptions? Health) endpoints;
+        try
+        {
+            built = Build(arguments, container, certificate, intermediates, out endpoints);
+        }
+        catch (HostArgumentException ex)
+        {
+            await Console.Error.WriteLineAsync($"error: {ex.Message}");
+            return ExitUsage;
+        }
+
+        await using var app = built;
         var logger = app.Services.GetRequiredService<ILoggerFactory>().CreateLogger("Dse.Coordinator.Host");
         try
         {
@@ -233,9 +245,15 @@ internal static class Program
                 options.ParticipantsFile = arguments.ParticipantsPath;
             });
 
+        bool metrics = CoordinatorTelemetry.Add(builder.Services, builder.Configuration);
+
         var app = builder.Build();
         app.MapDseCoordinator();
         app.MapDseCoordinatorHealth();
+        if (metrics)
+        {
+            app.MapPrometheusScrapingEndpoint(CoordinatorTelemetry.MetricsPath);
+        }
 
         // ConfigureKestrel runs when the server is created.
         _ = app.Services.GetRequiredService<IServer>();

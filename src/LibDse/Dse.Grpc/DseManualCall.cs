@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Grpc.Core;
 
 namespace Dse.Grpc;
@@ -46,7 +47,14 @@ public static class DseManualCall
             throw DseRpcErrors.Map(ex, owner, context.Method);
         }
 
-        return started ? speculativeCaller : throw DseRpcErrors.Discarded(owner, context.Method);
+        if (!started)
+        {
+            throw DseRpcErrors.Discarded(owner, context.Method);
+        }
+
+        // The call's span (ASP.NET Core's request activity, when recorded) names the vertex the call runs in.
+        DseTelemetry.TagVertex(Activity.Current, owner.Id, owner.WorldLine, owner.CurrentVersion);
+        return speculativeCaller;
     }
 
     /// <summary>

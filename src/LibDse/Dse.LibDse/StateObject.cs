@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 
@@ -192,6 +193,7 @@ public abstract class StateObject : IAsyncDisposable
             _lastAdvanceTimestamp = _options.TimeProvider.GetTimestamp();
             _session.OnConnected(response.State.Incarnation, _lastAdvanceTimestamp);
             _coordinator = coordinator;
+            DseTelemetry.Track(this);
             DseLogMessages.Connected(_logger, Id, response.RestoreVersion, response.WorldLine, response.IsRestart);
         }
         finally
@@ -459,6 +461,7 @@ public abstract class StateObject : IAsyncDisposable
     /// <exception cref="DseFaultedException">The StateObject faulted or was disposed while waiting.</exception>
     public async ValueTask WaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken = default)
     {
+        long started = DseTelemetry.BarrierWait.Enabled ? Stopwatch.GetTimestamp() : 0;
         while (true)
         {
             var next = NextChange;
@@ -473,6 +476,11 @@ public abstract class StateObject : IAsyncDisposable
 
             if (view.CommittedVersion(Id) >= version)
             {
+                if (started != 0)
+                {
+                    DseTelemetry.BarrierWait.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
+                }
+
                 return;
             }
 
@@ -491,6 +499,7 @@ public abstract class StateObject : IAsyncDisposable
     protected virtual async ValueTask DisposeAsyncCore()
     {
         await _session.StopAsync().ConfigureAwait(false);
+        DseTelemetry.Untrack(this);
         Interlocked.CompareExchange(ref _fault, new ObjectDisposedException(GetType().Name, "The StateObject was disposed."), null);
         _view.WakeAll();
     }
@@ -661,6 +670,7 @@ public abstract class StateObject : IAsyncDisposable
     {
         long keptThrough;
         bool restored;
+        long lost = 0;
         await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
@@ -694,6 +704,7 @@ public abstract class StateObject : IAsyncDisposable
                     restored = !CanKeep(decision, cut);
                     if (restored)
                     {
+                        lost = _version - cut;
                         await RestoreAsync(cut, CancellationToken.None).ConfigureAwait(false);
                         _book.DiscardAbove(cut);
                         _persistedThrough = Math.Min(_persistedThrough, cut);
@@ -741,6 +752,11 @@ public abstract class StateObject : IAsyncDisposable
         if (restored)
         {
             DseTelemetry.Rollbacks.Add(1);
+            if (DseTelemetry.RollbackSize.Enabled)
+            {
+                DseTelemetry.RollbackSize.Record(Math.Max(0, lost));
+            }
+
             DseLogMessages.RolledBack(_logger, Id, keptThrough, decision.WorldLine);
         }
         else

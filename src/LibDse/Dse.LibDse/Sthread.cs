@@ -1,3 +1,5 @@
+using System.Diagnostics;
+
 namespace Dse;
 
 /// <summary>
@@ -163,6 +165,7 @@ public sealed class Sthread
     /// <summary><see cref="BarrierAsync(CancellationToken)"/> with each check taken under <paramref name="guard"/> (when given) and every wait outside it.</summary>
     internal async ValueTask BarrierAsync(SemaphoreSlim? guard, CancellationToken cancellationToken)
     {
+        long started = DseTelemetry.BarrierWait.Enabled ? Stopwatch.GetTimestamp() : 0;
         while (true)
         {
             var next = _owner.NextChange;
@@ -186,6 +189,11 @@ public sealed class Sthread
 
             if (status == SthreadStatus.Completed)
             {
+                if (started != 0)
+                {
+                    DseTelemetry.BarrierWait.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
+                }
+
                 return;
             }
 
