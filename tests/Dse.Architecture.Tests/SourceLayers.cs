@@ -9,7 +9,7 @@ namespace Dse.Architecture.Tests;
 internal static class SourceLayers
 {
     /// <summary>The folders of <c>src/</c>, bottom first. A folder may reference itself and the folders before it.</summary>
-    public static IReadOnlyList<string> Order { get; } = ["LibDse", "Coordinator", "Hosting", "Darq", "Services"];
+    public static IReadOnlyList<string> Order { get; } = ["LibDse", "Coordinator", "Hosting", "Darq", "Services", "Tools"];
 
     /// <summary>
     /// Every violation of the order under <paramref name="srcRoot"/>: a project whose folder is not declared, or a

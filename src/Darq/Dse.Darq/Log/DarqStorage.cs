@@ -50,10 +50,10 @@ internal static class DarqStorage
     /// speculation room, the same in every speculation mode (a log may be reopened in another mode, and the second slot's
     /// offset follows from the size).
     /// </summary>
-    private static int CommitMetadataCapacity(int maxProducers) => LegacyCommitMetadataCapacity(maxProducers) + DarqCommitState.SpeculationRoom;
+    internal static int CommitMetadataCapacity(int maxProducers) => LegacyCommitMetadataCapacity(maxProducers) + DarqCommitState.SpeculationRoom;
 
     /// <summary>The capacity revision-3 DARQs sized the commit slots with outside general speculation: no speculation room.</summary>
-    private static int LegacyCommitMetadataCapacity(int maxProducers) => DarqCommitState.MaxSize(maxProducers) + 4096;
+    internal static int LegacyCommitMetadataCapacity(int maxProducers) => DarqCommitState.MaxSize(maxProducers) + 4096;
 
     /// <summary>
     /// The refusal of an open whose <see cref="DarqOptions.MaxProducers"/> sizes the commit slots otherwise than the records
