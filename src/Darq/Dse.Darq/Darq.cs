@@ -199,6 +199,7 @@ public sealed class Darq : IAsyncDisposable
                 darq._delivery.Start(destinations);
             }
 
+            DarqInstrumentation.Track(darq);
             return darq;
         }
         catch
@@ -497,6 +498,8 @@ public sealed class Darq : IAsyncDisposable
         {
             return;
         }
+
+        DarqInstrumentation.Untrack(this);
 
         await _core.StopAsync().ConfigureAwait(false);
 

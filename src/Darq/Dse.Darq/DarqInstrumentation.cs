@@ -1,4 +1,5 @@
 using System.Diagnostics.Metrics;
+using System.Runtime.CompilerServices;
 
 namespace Dse.Darq;
 
@@ -9,6 +10,22 @@ public static class DarqInstrumentation
     public const string MeterName = "Dse.Darq";
 
     internal static readonly Meter Meter = new(MeterName);
+
+    // The open DARQs the depth gauges read; weak, so a DARQ that was never disposed is not kept alive by them.
+    private static readonly ConditionalWeakTable<Darq, object?> Open = [];
+
+    /// <summary>Unconsumed IN and SELF messages of each open DARQ (tag <c>darq</c>).</summary>
+    internal static readonly ObservableGauge<long> Unconsumed = Meter.CreateObservableGauge(
+        "dse.darq.unconsumed", () => Observe(static d => d.UnconsumedCount), "{message}", "IN and SELF messages not yet consumed, per open DARQ.");
+
+    /// <summary>Unconsumed IN messages held in the log only, not in memory (tag <c>darq</c>).</summary>
+    internal static readonly ObservableGauge<long> InSpilled = Meter.CreateObservableGauge(
+        "dse.darq.in.spilled", () => Observe(static d => d.SpilledInCount), "{message}",
+        "Unconsumed IN messages waiting in the log only (beyond the in-memory budget), per open DARQ.");
+
+    /// <summary>OUT messages not yet acknowledged by their destinations (tag <c>darq</c>).</summary>
+    internal static readonly ObservableGauge<long> OutPending = Meter.CreateObservableGauge(
+        "dse.darq.out.pending", () => Observe(static d => d.PendingOutCount), "{message}", "OUT messages not yet acknowledged by their destinations, per open DARQ.");
 
     /// <summary>IN messages appended (tag <c>darq</c>).</summary>
     internal static readonly Counter<long> Enqueues = Meter.CreateCounter<long>("dse.darq.enqueues", "{message}", "IN messages appended to the log.");
@@ -93,4 +110,21 @@ public static class DarqInstrumentation
 
     /// <summary>General speculation: messages and acknowledgements refused as coming from a rolled-back world-line.</summary>
     internal static readonly Counter<long> MessagesRefused = Meter.CreateCounter<long>("dse.darq.messages.refused", "{message}", "Messages or acknowledgements refused for a lower world-line (general speculation).");
+
+    /// <summary>Counts <paramref name="darq"/> in the depth gauges from now on (it opened).</summary>
+    internal static void Track(Darq darq) => Open.AddOrUpdate(darq, null);
+
+    /// <summary>Stops counting <paramref name="darq"/> (it is closing).</summary>
+    internal static void Untrack(Darq darq) => Open.Remove(darq);
+
+    private static List<Measurement<long>> Observe(Func<Darq, int> depth)
+    {
+        var measurements = new List<Measurement<long>>();
+        foreach (var (darq, _) in Open)
+        {
+            measurements.Add(new Measurement<long>(depth(darq), new KeyValuePair<string, object?>("darq", darq.Name)));
+        }
+
+        return measurements;
+    }
 }
