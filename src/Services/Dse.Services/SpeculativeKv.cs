@@ -34,6 +34,11 @@ public sealed class SpeculativeKv : StateObject
     // Single-key operations hold it shared, procedures exclusively.
     private readonly ReaderWriterLockSlim _exclusive = new(LockRecursionPolicy.NoRecursion);
 
+    // Procedures queue here, asynchronously, before taking the lock above: then at most one thread at a time blocks on
+    // the exclusive lock (and only while single-key operations drain). Without it every waiting procedure held a pool
+    // thread blocked in EnterWriteLock, and under load the pool starved: replies, timers and I/O stalled for seconds.
+    private readonly SemaphoreSlim _procedureGate = new(1, 1);
+
     // Writes to a key hold its stripe, so a compare-and-swap's read and write are atomic with respect to other writes.
     private readonly SemaphoreSlim[] _stripes = new SemaphoreSlim[StripeCount];
 
@@ -167,7 +172,19 @@ public sealed class SpeculativeKv : StateObject
         }
 
         var barrier = _checkpoints.Barrier;
-        return barrier.IsCompleted ? new ValueTask<ReadOnlyMemory<byte>>(Run(procedure, input)) : AfterBarrierAsync(barrier, () => Run(procedure, input), cancellationToken);
+        if (barrier.IsCompleted && _procedureGate.Wait(0))
+        {
+            try
+            {
+                return new ValueTask<ReadOnlyMemory<byte>>(Run(procedure, input));
+            }
+            finally
+            {
+                _procedureGate.Release();
+            }
+        }
+
+        return InStripeAsync(barrier, _procedureGate, () => Run(procedure, input), cancellationToken);
     }
 
     internal void ValidateKey(ReadOnlySpan<byte> key)
@@ -201,8 +218,8 @@ public sealed class SpeculativeKv : StateObject
     }
 
     /// <summary>
-    /// Waits for the barrier and then the stripe, asynchronously, and runs the operation holding the stripe. Both waits
-    /// resume on the caller's context, as <see cref="AfterBarrierAsync{T}"/> does.
+    /// Waits for the barrier and then the stripe (or the procedure gate), asynchronously, and runs the operation holding
+    /// it. Both waits resume on the caller's context, as <see cref="AfterBarrierAsync{T}"/> does.
     /// </summary>
     private static async ValueTask<T> InStripeAsync<T>(Task barrier, SemaphoreSlim stripe, Func<T> operation, CancellationToken cancellationToken)
     {
@@ -390,6 +407,7 @@ public sealed class SpeculativeKv : StateObject
             // FASTER must not be disposed under a running checkpoint; failures were reported to the completions already.
             await _checkpoints.DisposeAsync().ConfigureAwait(false);
             _exclusive.Dispose();
+            _procedureGate.Dispose();
             foreach (var stripe in _stripes)
             {
                 stripe.Dispose();
