@@ -139,6 +139,45 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     /// <summary>Completes when the coordinator stops serving (<see cref="Fault"/> is set); a host restarts it then.</summary>
     public Task Faulted => _faulted.Task;
 
+    /// <summary>
+    /// A read-only copy of the coordinator's view, for dashboards and tools: every participant with its liveness,
+    /// committed and reported versions and its newest uncommitted versions with their dependencies, and the retained
+    /// decisions with what each participant lost to them. Takes the coordinator's lock briefly; changes nothing.
+    /// </summary>
+    /// <param name="maxVersionsPerParticipant">How many of each participant's newest uncommitted versions to copy; default 32.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxVersionsPerParticipant"/> is negative.</exception>
+    public ClusterInspection Inspect(int maxVersionsPerParticipant = 32)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(maxVersionsPerParticipant);
+        lock (_lock)
+        {
+            var participants = new List<ParticipantInspection>(_members.Count);
+            foreach (var (id, member) in _members.All)
+            {
+                var (count, newest) = _graph.UncommittedReports(id, maxVersionsPerParticipant);
+                participants.Add(new ParticipantInspection(
+                    id,
+                    member.Removed,
+                    member.RemovedBecause,
+                    _time.GetElapsedTime(member.LastSeen),
+                    _graph.CommittedVersion(id),
+                    _graph.LatestVersion(id),
+                    _graph.ReportedWorldLine(id),
+                    count,
+                    newest));
+            }
+
+            participants.Sort(static (a, b) => a.ObjectId.CompareTo(b.ObjectId));
+            var decisions = new List<DecisionInspection>(_history.Retained.Count);
+            foreach (var decision in _history.Retained)
+            {
+                decisions.Add(new DecisionInspection(decision, _history.ReportedBefore(decision.WorldLine)));
+            }
+
+            return new ClusterInspection(_incarnation, _state.Epoch, _history.WorldLine, _recovery.IsRecovering, _fault?.Message, participants, decisions);
+        }
+    }
+
     /// <summary>The lock that guards this coordinator's state and its collaborators'.</summary>
     internal Lock Sync => _lock;
 
@@ -307,10 +346,12 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     {
         long id = request.ObjectId;
         RollbackDecision decision;
+        Dictionary<long, long> reportedBefore;
         lock (_lock)
         {
             var surviving = _history.Surviving(id, request.PersistedVersions, _graph);
             long cap = surviving.Count > 0 ? surviving[^1].Version : _graph.CommittedVersion(id);
+            reportedBefore = _graph.ReportedSnapshot();
             _graph.ReplaceUncommitted(id, surviving);
             var cut = _graph.ComputeClosure(new Dictionary<long, long> { [id] = cap });
             decision = new RollbackDecision(_history.WorldLine + 1, id, cut, RollbackReason.Restart);
@@ -324,7 +365,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
             bool wasRemoved = member.Removed;
             member.Removed = false;
             member.LastSeen = _time.GetTimestamp();
-            CommitDecision(decision);
+            CommitDecision(decision, reportedBefore);
             if (wasRemoved)
             {
                 ClusterCoordinatorLogMessages.Rejoined(_logger, id);
@@ -340,11 +381,11 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     /// decision is durable already, so a failure here cannot be undone: it stops the coordinator, and the next
     /// incarnation applies the decision from the journal.
     /// </summary>
-    private void CommitDecision(RollbackDecision decision)
+    private void CommitDecision(RollbackDecision decision, IReadOnlyDictionary<long, long> reportedBefore)
     {
         try
         {
-            ApplyDecision(decision);
+            ApplyDecision(decision, reportedBefore);
         }
         catch (Exception ex)
         {
@@ -367,9 +408,9 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         _faulted.TrySetResult();
     }
 
-    private void ApplyDecision(RollbackDecision decision)
+    private void ApplyDecision(RollbackDecision decision, IReadOnlyDictionary<long, long> reportedBefore)
     {
-        _history.Record(decision);
+        _history.Record(decision, reportedBefore);
         _graph.Apply(decision);
         if (decision.Reason == RollbackReason.Restart)
         {
@@ -661,10 +702,12 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     internal async ValueTask DecideRemovalAsync(long id, string because)
     {
         RollbackDecision decision;
+        Dictionary<long, long> reportedBefore;
         lock (_lock)
         {
             ThrowIfFaulted();
             decision = new RollbackDecision(_history.WorldLine + 1, id, _graph.ComputeClosure(), RollbackReason.Removed);
+            reportedBefore = _graph.ReportedSnapshot();
             _blocked = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         }
 
@@ -674,7 +717,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
             var member = _members[id];
             member.Removed = true;
             member.RemovedBecause = $"{because}; removed at world-line {decision.WorldLine}";
-            CommitDecision(decision);
+            CommitDecision(decision, reportedBefore);
             ClusterCoordinatorLogMessages.ParticipantRemoved(_logger, id, because, decision.WorldLine, decision);
         }
     }

@@ -11,6 +11,9 @@ internal sealed class ClusterMembers
     /// <summary>Registered participants, removed ones included.</summary>
     public int Count => _members.Count;
 
+    /// <summary>Every registered participant with its record, removed ones included.</summary>
+    public IEnumerable<KeyValuePair<long, ClusterMember>> All => _members;
+
     /// <summary>The member record of <paramref name="objectId"/>, which must be registered.</summary>
     public ClusterMember this[long objectId] => _members[objectId];
 

@@ -13,6 +13,9 @@ internal sealed class DecisionHistory(int maxRetained)
 {
     private readonly List<RollbackDecision> _decisions = [];
 
+    // Per retained decision this incarnation made, what each participant had reported when it was made (for inspection).
+    private readonly Dictionary<long, IReadOnlyDictionary<long, long>> _reportedBefore = [];
+
     /// <summary>The current world-line: the latest decision's, 0 before any.</summary>
     public long WorldLine { get; private set; }
 
@@ -23,15 +26,26 @@ internal sealed class DecisionHistory(int maxRetained)
     public RollbackDecision[] Snapshot() => [.. _decisions];
 
     /// <summary>Makes <paramref name="decision"/> the current world-line's and drops the oldest beyond retention.</summary>
-    public void Record(RollbackDecision decision)
+    /// <param name="decision">The decision.</param>
+    /// <param name="reportedBefore">What each participant had reported when it was decided, if known.</param>
+    public void Record(RollbackDecision decision, IReadOnlyDictionary<long, long>? reportedBefore = null)
     {
         WorldLine = decision.WorldLine;
         _decisions.Add(decision);
+        if (reportedBefore is not null)
+        {
+            _reportedBefore[decision.WorldLine] = reportedBefore;
+        }
+
         if (_decisions.Count > maxRetained)
         {
+            _reportedBefore.Remove(_decisions[0].WorldLine);
             _decisions.RemoveAt(0);
         }
     }
+
+    /// <summary>What each participant had reported when the retained decision of <paramref name="worldLine"/> was made, if known.</summary>
+    public IReadOnlyDictionary<long, long>? ReportedBefore(long worldLine) => _reportedBefore.GetValueOrDefault(worldLine);
 
     /// <summary>Whether world-line <paramref name="worldLine"/> is older than the retained decisions can check.</summary>
     public bool BeyondRetention(long worldLine) => _decisions.Count > 0 && worldLine < _decisions[0].WorldLine - 1;

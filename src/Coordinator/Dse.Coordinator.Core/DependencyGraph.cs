@@ -167,6 +167,7 @@ public sealed class DependencyGraph
         }
 
         ForgetWanted(p, report.Version);
+        p.ReportedWorldLine = Math.Max(p.ReportedWorldLine, report.WorldLine);
         return ReportOutcome.Accepted;
     }
 
@@ -340,6 +341,44 @@ public sealed class DependencyGraph
                 p.Uncommitted.RemoveAll(n => n.Version > c);
             }
         }
+    }
+
+    /// <summary>
+    /// How many versions of <paramref name="objectId"/> are reported but uncommitted, and the newest
+    /// <paramref name="max"/> of them as reports, ascending; for inspection.
+    /// </summary>
+    internal (int Count, VersionReport[] Newest) UncommittedReports(long objectId, int max)
+    {
+        if (!_participants.TryGetValue(objectId, out var p))
+        {
+            return (0, []);
+        }
+
+        var open = p.Uncommitted;
+        int take = Math.Min(max, open.Count);
+        var newest = new VersionReport[take];
+        for (int i = 0; i < take; i++)
+        {
+            var node = open[open.Count - take + i];
+            newest[i] = new VersionReport(node.Version, node.WorldLine, [.. node.Dependencies]);
+        }
+
+        return (open.Count, newest);
+    }
+
+    /// <summary>The highest world-line <paramref name="objectId"/> reported a version in (0 before any report).</summary>
+    internal long ReportedWorldLine(long objectId) => _participants.TryGetValue(objectId, out var p) ? p.ReportedWorldLine : 0;
+
+    /// <summary>Per participant of the view, the highest version it reported (its committed version if none is open).</summary>
+    internal Dictionary<long, long> ReportedSnapshot()
+    {
+        var reported = new Dictionary<long, long>(_participants.Count);
+        foreach (var (id, p) in _participants)
+        {
+            reported[id] = p.Latest;
+        }
+
+        return reported;
     }
 
     /// <summary>Applies a decision to the view: drops every uncommitted version above each participant's cut.</summary>

@@ -28,6 +28,9 @@ internal sealed class GraphParticipant(long id, int slot)
 
     public Dictionary<long, long> KeptThrough { get; } = [];
 
+    /// <summary>The highest world-line of a version it reported (0 before any report); for inspection.</summary>
+    public long ReportedWorldLine { get; set; }
+
     public long Latest => Uncommitted.Count > 0 ? Uncommitted[^1].Version : Committed;
 
     /// <summary>The index of <paramref name="version"/> in <see cref="Uncommitted"/>, or the complement of where it would go.</summary>

@@ -18,8 +18,8 @@ internal sealed class HostArguments
         Serves a durable DSE coordinator over gRPC on one port: TLS (HTTPS, HTTP/2 and HTTP/1.1) with --tls-cert and
         --tls-key, otherwise HTTP/2 without TLS ("prior knowledge"), which is for loopback development only. Once
         listening it prints one line, "DSE coordinator listening on http(s)://ADDRESS:PORT", to standard output (and,
-        with --health-port, a second one, "DSE coordinator health on http(s)://ADDRESS:PORT/healthz"); logs go to
-        standard error.
+        with --health-port, a second one, "DSE coordinator health on http(s)://ADDRESS:PORT/healthz", and with
+        --dashboard-port, "DSE coordinator dashboard on http(s)://ADDRESS:PORT/dashboard/"); logs go to standard error.
 
         Required:
           --port N                     TCP port, 0-65535; 0 picks a free port.
@@ -40,6 +40,9 @@ internal sealed class HostArguments
           --health-port N              Also serve GET /healthz over HTTP/1.1 on this port (0 picks a free one), for
                                        probes that cannot speak HTTP/2 without TLS; with TLS it serves HTTPS.
                                        Default: none.
+          --dashboard-port N           Also serve the live dashboard (a web page at /dashboard/) over HTTP/1.1 on this
+                                       port (0 picks a free one); with TLS it serves HTTPS. Read-only, except that an
+                                       operator's token from --participants may remove participants. Default: none.
           --blob-connection-string S   Azure Storage connection string for a blob log. Default: the environment
                                        variable DSE_BLOB_CONNECTION_STRING.
           --heartbeat-timeout T        Remove a participant not heard from within T, or "off". Default 10s.
@@ -85,6 +88,9 @@ internal sealed class HostArguments
     public IPAddress Bind { get; private init; } = IPAddress.Loopback;
 
     public int? HealthPort { get; private init; }
+
+    /// <summary>The HTTP/1.1 port of the dashboard, or <c>null</c>: no dashboard.</summary>
+    public int? DashboardPort { get; private init; }
 
     public CoordinatorLogLocation Log { get; private init; } = new(null, null, null);
 
@@ -151,7 +157,7 @@ internal sealed class HostArguments
                 value = args[++i];
             }
 
-            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format" or "--max-message-size" or "--exit-on-fault" or "--tls-cert" or "--tls-key" or "--participants"))
+            if (name is not ("--port" or "--log" or "--bind" or "--health-port" or "--dashboard-port" or "--blob-connection-string" or "--heartbeat-timeout" or "--max-retained-decisions" or "--long-poll-timeout" or "--log-format" or "--max-message-size" or "--exit-on-fault" or "--tls-cert" or "--tls-key" or "--participants"))
             {
                 throw new HostArgumentException($"Unknown option {Shown(name)}.");
             }
@@ -208,6 +214,7 @@ internal sealed class HostArguments
             Port = ParseInt(Required(values, "--port"), "--port", 0, IPEndPoint.MaxPort),
             Bind = values.TryGetValue("--bind", out string? bind) ? ParseAddress(bind) : IPAddress.Loopback,
             HealthPort = values.TryGetValue("--health-port", out string? healthPort) ? ParseInt(healthPort, "--health-port", 0, IPEndPoint.MaxPort) : null,
+            DashboardPort = values.TryGetValue("--dashboard-port", out string? dashboardPort) ? ParseInt(dashboardPort, "--dashboard-port", 0, IPEndPoint.MaxPort) : null,
             Log = log,
             BlobConnectionString = log.IsBlob ? connectionString : null,
             HeartbeatTimeout = values.TryGetValue("--heartbeat-timeout", out string? heartbeat)
@@ -240,6 +247,11 @@ internal sealed class HostArguments
         if (parsed.HealthPort is { } health && health != 0 && health == parsed.Port)
         {
             throw new HostArgumentException($"--health-port must differ from --port (both {health}).");
+        }
+
+        if (parsed.DashboardPort is { } dashboard && dashboard != 0 && (dashboard == parsed.Port || dashboard == parsed.HealthPort))
+        {
+            throw new HostArgumentException($"--dashboard-port must differ from --port and --health-port (got {dashboard} twice).");
         }
 
         // The options name their own limits.

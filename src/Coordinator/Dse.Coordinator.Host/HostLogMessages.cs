@@ -9,6 +9,9 @@ internal static partial class HostLogMessages
     [LoggerMessage(EventId = 3253, Level = LogLevel.Information, Message = "DSE coordinator health on {Address} (HTTP/1.1)")]
     public static partial void ServingHealth(ILogger logger, string address);
 
+    [LoggerMessage(EventId = 3257, Level = LogLevel.Information, Message = "DSE coordinator dashboard on {Address} (HTTP/1.1)")]
+    public static partial void ServingDashboard(ILogger logger, string address);
+
     [LoggerMessage(EventId = 3254, Level = LogLevel.Warning, Message = "DSE coordinator serves plaintext HTTP/2 without TLS on {Address}: plaintext is for loopback development only; pass --tls-cert and --tls-key to serve TLS")]
     public static partial void Plaintext(ILogger logger, string address);
 

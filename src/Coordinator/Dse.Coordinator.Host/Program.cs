@@ -25,6 +25,12 @@ internal static class Program
     /// <summary>The line that follows it with <c>--health-port</c>.</summary>
     public const string HealthAnnouncement = "DSE coordinator health on ";
 
+    /// <summary>The line that follows them with <c>--dashboard-port</c>; the dashboard's address follows it.</summary>
+    public const string DashboardAnnouncement = "DSE coordinator dashboard on ";
+
+    /// <summary>Where the host mounts the dashboard.</summary>
+    public const string DashboardPath = "/dashboard";
+
     /// <summary>What a host without TLS says at start.</summary>
     public static string PlaintextWarning(string address) =>
         $"serving plaintext HTTP/2 without TLS on {address}: plaintext is for loopback development only; pass --tls-cert and --tls-key to serve TLS.";
@@ -95,7 +101,7 @@ internal static class Program
 
         using var ownedCertificate = certificate;
         WebApplication built;
-        (ListenOptions Grpc, ListenOptions? Health) endpoints;
+        (ListenOptions Grpc, ListenOptions? Health, ListenOptions? Dashboard) endpoints;
         try
         {
             built = Build(arguments, container, certificate, intermediates, out endpoints);
@@ -154,6 +160,13 @@ internal static class Program
             await Console.Out.WriteLineAsync(HealthAnnouncement + healthAddress);
         }
 
+        if (endpoints.Dashboard is { } dashboard)
+        {
+            string dashboardAddress = Address(dashboard, certificate is not null) + DashboardPath + "/";
+            HostLogMessages.ServingDashboard(logger, dashboardAddress);
+            await Console.Out.WriteLineAsync(DashboardAnnouncement + dashboardAddress);
+        }
+
         await Console.Out.FlushAsync();
 
         var coordinator = app.Services.GetRequiredService<CoordinatorServer>().Coordinator;
@@ -169,7 +182,7 @@ internal static class Program
         return ExitOk;
     }
 
-    private static WebApplication Build(HostArguments arguments, BlobContainerClient? container, X509Certificate2? certificate, X509Certificate2Collection? intermediates, out (ListenOptions Grpc, ListenOptions? Health) endpoints)
+    private static WebApplication Build(HostArguments arguments, BlobContainerClient? container, X509Certificate2? certificate, X509Certificate2Collection? intermediates, out (ListenOptions Grpc, ListenOptions? Health, ListenOptions? Dashboard) endpoints)
     {
         // No command-line configuration: the host's own flags are the whole command line.
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [], ContentRootPath = AppContext.BaseDirectory });
@@ -199,6 +212,7 @@ internal static class Program
 
         ListenOptions? grpc = null;
         ListenOptions? health = null;
+        ListenOptions? dashboard = null;
         builder.WebHost.ConfigureKestrel(kestrel =>
         {
             // Without TLS there is no protocol negotiation: an endpoint speaks HTTP/2 (prior knowledge) or HTTP/1.1,
@@ -231,6 +245,21 @@ internal static class Program
                     health = l;
                 });
             }
+
+            if (arguments.DashboardPort is { } dashboardPort)
+            {
+                // Browsers speak HTTP/2 only over TLS; HTTP/1.1 carries the page and its event stream.
+                kestrel.Listen(arguments.Bind, dashboardPort, l =>
+                {
+                    l.Protocols = certificate is null ? HttpProtocols.Http1 : HttpProtocols.Http1AndHttp2;
+                    if (certificate is not null)
+                    {
+                        l.UseHttps(Https(certificate, intermediates));
+                    }
+
+                    dashboard = l;
+                });
+            }
         });
 
         builder.Services.AddDseCoordinator(
@@ -250,6 +279,10 @@ internal static class Program
         var app = builder.Build();
         app.MapDseCoordinator();
         app.MapDseCoordinatorHealth();
+        if (arguments.DashboardPort is not null)
+        {
+            app.MapDseDashboard(DashboardPath);
+        }
         if (metrics)
         {
             app.MapPrometheusScrapingEndpoint(CoordinatorTelemetry.MetricsPath);
@@ -257,7 +290,7 @@ internal static class Program
 
         // ConfigureKestrel runs when the server is created.
         _ = app.Services.GetRequiredService<IServer>();
-        endpoints = (grpc ?? throw new InvalidOperationException("Kestrel was not configured."), health);
+        endpoints = (grpc ?? throw new InvalidOperationException("Kestrel was not configured."), health, dashboard);
         return app;
     }
 

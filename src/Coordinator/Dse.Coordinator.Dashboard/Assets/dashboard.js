@@ -1,0 +1,261 @@
+// The DSE coordinator dashboard: reads the view from the server-sent event stream (api/events) and draws it with
+// plain DOM and SVG. No dependencies; everything it needs is served with the page.
+"use strict";
+
+(function () {
+  const SVG = "http://www.w3.org/2000/svg";
+  const COLORS = ["#2f6fdf", "#d9480f", "#2b8a3e", "#862e9c", "#c92a2a", "#0b7285", "#5f3dc4", "#e67700"];
+  const HISTORY_MS = 120000;
+  const TOKEN_KEY = "dse-dashboard-token";
+
+  const history = [];          // { t, committed: Map(id -> version) }, oldest first
+  let operator = null;         // the authenticated operator's name, or null (read-only)
+  let last = null;             // the latest view
+
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, attrs, text) {
+    const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
+  function color(index) { return COLORS[index % COLORS.length]; }
+
+  function age(ms) {
+    if (ms < 1000) return ms + " ms";
+    if (ms < 120000) return (ms / 1000).toFixed(1) + " s";
+    return Math.round(ms / 60000) + " min";
+  }
+
+  function renderStatus(view) {
+    $("incarnation").textContent = view.incarnation;
+    $("epoch").textContent = view.epoch;
+    $("world-line").textContent = view.worldLine;
+    const state = view.fault ? "stopped: " + view.fault : view.recovering ? "recovering" : "serving";
+    $("coordinator-state").textContent = state;
+  }
+
+  function renderParticipants(view) {
+    const body = $("participants").tBodies[0];
+    body.replaceChildren();
+    for (const th of document.querySelectorAll(".operator-only")) th.hidden = !operator;
+    for (const p of view.participants) {
+      const row = el("tr", { "data-participant": p.id });
+      if (p.removed) row.classList.add("removed");
+      row.append(
+        el("td", { class: "id" }, p.id),
+        el("td", { class: "state", title: p.removedBecause }, p.removed ? "removed" : "active"),
+        el("td", { class: "world-line" }, p.worldLine),
+        el("td", { class: "persisted" }, p.persisted),
+        el("td", { class: "committed" }, p.committed),
+        el("td", { class: "uncommitted" }, p.uncommittedCount));
+      const heard = el("td", { class: "heard" }, age(p.sinceHeardMs) + " ago");
+      if (p.sinceHeardMs > 3000) heard.classList.add("stale");
+      row.append(heard);
+      if (operator) {
+        const cell = el("td", { class: "action" });
+        if (!p.removed) {
+          const button = el("button", { type: "button", class: "remove", "data-remove": p.id }, "Remove");
+          button.addEventListener("click", () => remove(p.id));
+          cell.append(button);
+        }
+        row.append(cell);
+      }
+      body.append(row);
+    }
+  }
+
+  function renderBoundary(view) {
+    $("boundary").textContent = view.participants.length === 0 ? "no participants"
+      : view.participants.map((p) => p.id + ": " + p.committed).join("   ");
+    const committed = new Map(view.participants.map((p) => [p.id, p.committed]));
+    history.push({ t: view.time, committed });
+    while (history.length > 0 && history[0].t < view.time - HISTORY_MS) history.shift();
+
+    const svg = $("boundary-chart");
+    svg.replaceChildren();
+    const W = 640, H = 220, L = 48, R = 90, T = 10, B = 24;
+    const ids = view.participants.map((p) => p.id);
+    let max = 1, min = Infinity;
+    for (const h of history) for (const v of h.committed.values()) { max = Math.max(max, v); min = Math.min(min, v); }
+    if (!isFinite(min) || min === max) min = 0;
+    // The window grows with the history, up to HISTORY_MS, so that a young page still fills the chart.
+    const span = Math.max(1000, Math.min(HISTORY_MS, view.time - history[0].t));
+    const t0 = view.time - span;
+    const x = (t) => L + (W - L - R) * (t - t0) / span;
+    const y = (v) => T + (H - T - B) * (1 - (v - min) / (max - min));
+    svg.append(el("svg:line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#d5dae3" }));
+    svg.append(el("svg:line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#d5dae3" }));
+    svg.append(el("svg:text", { x: 4, y: T + 10 }, max));
+    svg.append(el("svg:text", { x: 4, y: H - B }, min));
+    svg.append(el("svg:text", { x: L, y: H - 6 }, "-" + Math.round(span / 1000) + " s"));
+    svg.append(el("svg:text", { x: W - R - 24, y: H - 6 }, "now"));
+    ids.forEach((id, i) => {
+      const points = history.filter((h) => h.committed.has(id)).map((h) => x(h.t).toFixed(1) + "," + y(h.committed.get(id)).toFixed(1));
+      if (points.length > 0) {
+        svg.append(el("svg:polyline", { points: points.join(" "), fill: "none", stroke: color(i), "stroke-width": 2, "data-series": id }));
+      }
+      svg.append(el("svg:text", { x: W - R + 8, y: T + 14 + i * 16, fill: color(i) }, "participant " + id));
+    });
+  }
+
+  function renderGraph(view) {
+    const svg = $("graph");
+    svg.replaceChildren();
+    const live = view.participants;
+    if (live.length === 0) return;
+    const W = 640, H = 300, top = 24, bottom = 28, rowH = 16;
+    const colW = W / live.length;
+    const index = new Map(live.map((p, i) => [p.id, i]));
+    const pos = new Map();    // "id:version" -> {x, y}
+    const cx = (i) => colW * i + colW / 2;
+    live.forEach((p, i) => {
+      svg.append(el("svg:text", { x: cx(i) - 20, y: 14, fill: color(i) }, "participant " + p.id));
+      const committedY = H - bottom;
+      pos.set(p.id + ":c", { x: cx(i), y: committedY });
+      svg.append(el("svg:rect", { x: cx(i) - 6, y: committedY - 6, width: 12, height: 12, fill: "#adb5bd" }));
+      svg.append(el("svg:text", { x: cx(i) + 10, y: committedY + 4 }, p.committed));
+      p.uncommitted.forEach((v, k) => {
+        const vy = committedY - 26 - k * rowH;
+        if (vy < top) return;
+        pos.set(p.id + ":" + v.version, { x: cx(i), y: vy });
+      });
+    });
+    // Edges first, so that nodes draw over them.
+    for (const p of live) {
+      for (const v of p.uncommitted) {
+        const from = pos.get(p.id + ":" + v.version);
+        if (!from) continue;
+        for (const d of v.dependencies) {
+          if (d.id === p.id || !index.has(d.id)) continue;
+          const target = live[index.get(d.id)];
+          let to = pos.get(d.id + ":" + d.version), cls = "open";
+          if (!to && d.version <= target.committed) { to = pos.get(d.id + ":c"); cls = "committed"; }
+          if (!to) { to = { x: cx(index.get(d.id)), y: top }; cls = "dangling"; }
+          // A curve above both ends, so that an edge between distant columns does not run through the ones between.
+          const lift = Math.min(from.y, to.y) - 20 - Math.abs(to.x - from.x) * 0.25;
+          svg.append(el("svg:path", {
+            d: "M" + from.x + " " + from.y + " Q" + (from.x + to.x) / 2 + " " + Math.max(top, lift) + " " + to.x + " " + to.y,
+            fill: "none", "data-edge": cls,
+            stroke: cls === "dangling" ? "#c92a2a" : cls === "committed" ? "#ced4da" : "#868e96",
+            "stroke-dasharray": cls === "committed" ? "3 3" : "none", "stroke-width": 1.2,
+          }));
+        }
+      }
+    }
+    live.forEach((p, i) => {
+      for (const v of p.uncommitted) {
+        const at = pos.get(p.id + ":" + v.version);
+        if (!at) continue;
+        const node = el("svg:circle", { cx: at.x, cy: at.y, r: 6, fill: color(i), "data-node": p.id + ":" + v.version });
+        node.append(el("svg:title", {}, "participant " + p.id + " version " + v.version + " (world-line " + v.worldLine + ")"));
+        svg.append(node, el("svg:text", { x: at.x + 10, y: at.y + 4 }, v.version));
+      }
+    });
+  }
+
+  function renderDecisions(view) {
+    const body = $("decisions").tBodies[0];
+    body.replaceChildren();
+    $("no-decisions").hidden = view.decisions.length > 0;
+    for (const d of [...view.decisions].reverse()) {
+      const row = el("tr", { "data-world-line": d.worldLine });
+      const cause = d.reason === "Restart" ? "restart" : d.reason === "Removed" ? "removal" : "cold start";
+      const cut = el("td", { class: "cut" });
+      for (const c of d.cut) {
+        const item = el("div", { "data-cut": c.id }, c.id + " \u2192 " + c.version);
+        if (c.lostThrough > 0) {
+          item.append(el("span", { class: "loss" }, "  lost " + (c.version + 1) + (c.lostThrough > c.version + 1 ? "\u2013" + c.lostThrough : "")));
+        }
+        cut.append(item);
+      }
+      if (!d.lossKnown) cut.append(el("div", { class: "note" }, "losses unknown (decided by an earlier coordinator incarnation)"));
+      row.append(el("td", {}, d.worldLine), el("td", { class: "cause" }, cause),
+        el("td", { class: "failed" }, d.failed === -1 ? "all" : d.failed), cut);
+      body.append(row);
+    }
+  }
+
+  function render(view) {
+    last = view;
+    renderStatus(view);
+    renderParticipants(view);
+    renderBoundary(view);
+    renderGraph(view);
+    renderDecisions(view);
+  }
+
+  function authHeaders() {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    return token ? { Authorization: "Bearer " + token } : {};
+  }
+
+  function setOperatorStatus(text, cls) {
+    const status = $("operator-status");
+    status.textContent = text;
+    status.className = cls || "";
+  }
+
+  async function signIn() {
+    const headers = authHeaders();
+    if (!headers.Authorization) { operator = null; setOperatorStatus("read-only"); return; }
+    try {
+      const response = await fetch("api/snapshot", { headers, cache: "no-store" });
+      const view = await response.json();
+      operator = view.operator;
+      if (operator) {
+        setOperatorStatus("operator " + operator, "operator");
+      } else {
+        setOperatorStatus(view.removalAvailable ? "not an operator's token: read-only" : "the coordinator has no participants file: read-only", "error");
+      }
+      $("sign-out").hidden = false;
+      render(view);
+    } catch (e) {
+      setOperatorStatus("sign-in failed: " + e.message, "error");
+    }
+  }
+
+  async function remove(id) {
+    if (!window.confirm("Remove participant " + id + " from the cluster? Whatever depends on its unreported versions rolls back, and it must restart to rejoin.")) return;
+    try {
+      const response = await fetch("api/participants/" + id + "/remove?confirm=" + id, { method: "POST", headers: authHeaders() });
+      const body = await response.json();
+      setOperatorStatus(response.ok ? (body.removed ? "removed participant " + id : "participant " + id + " was already removed") : body.error,
+        response.ok ? "operator" : "error");
+    } catch (e) {
+      setOperatorStatus("removal failed: " + e.message, "error");
+    }
+  }
+
+  function connect() {
+    const source = new EventSource("api/events");
+    source.onopen = () => { $("connection").textContent = "live"; $("connection").className = "live"; };
+    source.onerror = () => { $("connection").textContent = "reconnecting"; $("connection").className = "lost"; };
+    source.onmessage = (event) => {
+      const view = JSON.parse(event.data);
+      view.operator = operator;
+      render(view);
+    };
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("operator-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const token = $("token").value.trim();
+      if (token) sessionStorage.setItem(TOKEN_KEY, token);
+      $("token").value = "";
+      signIn();
+    });
+    $("sign-out").addEventListener("click", () => {
+      sessionStorage.removeItem(TOKEN_KEY);
+      operator = null;
+      $("sign-out").hidden = true;
+      setOperatorStatus("read-only");
+      if (last) render(last);
+    });
+    signIn();
+    connect();
+  });
+})();
