@@ -77,7 +77,8 @@ public partial record Booking(int Flight, int Hotel, string User);
 
 public sealed class NotEnoughSpaceException(string message) : Exception(message);
 
-public interface IHotel : IEntity<int>
+/// <summary>An item with a number of places: a hotel's rooms, a flight's seats.</summary>
+public interface IStock : IEntity<int>
 {
     Task Reserve(string orderId);
 
@@ -86,29 +87,28 @@ public interface IHotel : IEntity<int>
     Task<Inventory> Look();
 }
 
-public interface IFlight : IEntity<int>
-{
-    Task Reserve(string orderId);
+public interface IHotel : IStock;
 
-    Task Stock(int free);
-
-    Task<Inventory> Look();
-}
+public interface IFlight : IStock;
 
 public interface IOrder : IEntity<string>
 {
     Task<string> Create(int flightId, int hotelId, string userId);
 }
 
-public sealed class Hotel : Entity<int, Inventory>, IHotel
+/// <summary>Places of one item, reserved one order at a time; full means the order fails.</summary>
+public abstract class StockEntity : Entity<int, Inventory>
 {
     protected override Inventory Initial => new(0, []);
+
+    /// <summary>What the item is, for messages: "hotel", "flight".</summary>
+    protected abstract string Kind { get; }
 
     public Task Reserve(string orderId)
     {
         if (State.Free == 0)
         {
-            throw new NotEnoughSpaceException($"hotel {Key} is full");
+            throw new NotEnoughSpaceException($"{Kind} {Key} is full");
         }
 
         State = State with { Free = State.Free - 1, Holders = State.Holders.Add(orderId) };
@@ -124,28 +124,14 @@ public sealed class Hotel : Entity<int, Inventory>, IHotel
     public Task<Inventory> Look() => Task.FromResult(State);
 }
 
-public sealed class Flight : Entity<int, Inventory>, IFlight
+public sealed class Hotel : StockEntity, IHotel
 {
-    protected override Inventory Initial => new(0, []);
+    protected override string Kind => "hotel";
+}
 
-    public Task Reserve(string orderId)
-    {
-        if (State.Free == 0)
-        {
-            throw new NotEnoughSpaceException($"flight {Key} is full");
-        }
-
-        State = State with { Free = State.Free - 1, Holders = State.Holders.Add(orderId) };
-        return Task.CompletedTask;
-    }
-
-    public Task Stock(int free)
-    {
-        State = State with { Free = free };
-        return Task.CompletedTask;
-    }
-
-    public Task<Inventory> Look() => Task.FromResult(State);
+public sealed class Flight : StockEntity, IFlight
+{
+    protected override string Kind => "flight";
 }
 
 /// <summary>Reserves a flight seat and a hotel room in parallel, as one transaction: both or neither.</summary>

@@ -166,6 +166,19 @@ public class EntityBadInputTests
     }
 
     [Fact]
+    public async Task ABaseInterfaceOfSeveralEntityClasses_IsRefusedByName_AndItsDerivedInterfacesWork()
+    {
+        await using var runtime = EntityRuntime.Start(null, e => e.Add<Hotel>().Add<Flight>());
+        var ambiguous = Assert.Throws<UnknownEntityException>(() => runtime.Client.Get<IStock>(1));
+        Assert.Equal($"Entity interface {typeof(IStock).FullName} is implemented by several registered entity classes (Hotel, Flight); ask for an interface only one of them implements.", ambiguous.Message);
+
+        await runtime.Client.Get<IHotel>(1).Stock(1);
+        await runtime.Client.Get<IHotel>(1).Reserve("o1");
+        var full = await Assert.ThrowsAsync<EntityTransactionAbortedException>(() => runtime.Client.Get<IFlight>(1).Reserve("o1"));
+        Assert.Equal("flight 1 is full", full.AbortMessage);
+    }
+
+    [Fact]
     public void RegisteringAClassTwiceByName_OrAnUnknownType_IsRefused()
     {
         var unknown = Assert.Throws<ArgumentException>(() => new SerialEntityRunner(e => e.Add(typeof(string))));

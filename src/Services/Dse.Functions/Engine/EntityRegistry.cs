@@ -15,6 +15,7 @@ internal sealed class EntityRegistry
     private readonly Dictionary<Type, EntityType> _byInterface = [];
     private readonly Dictionary<Type, EntityType> _byClass = [];
     private readonly Dictionary<EntityType, ulong> _seeds = [];
+    private readonly Dictionary<Type, List<string>>? _ambiguous;
 
     public EntityRegistry(IEnumerable<Type> entityClasses)
     {
@@ -43,7 +44,10 @@ internal sealed class EntityRegistry
             {
                 if (!_byInterface.TryAdd(face, type))
                 {
-                    throw new ArgumentException($"Entity interface {face.FullName} is implemented by two registered entity classes ({_byInterface[face].Name} and {type.Name}); register one.");
+                    // A base interface several classes share (IHotel and IFlight both extending IStock) names no one
+                    // entity type: asking for it is refused, asking for the derived ones works.
+                    (_ambiguous ??= new Dictionary<Type, List<string>>()).TryAdd(face, [_byInterface[face].Name]);
+                    _ambiguous[face].Add(type.Name);
                 }
             }
         }
@@ -53,10 +57,18 @@ internal sealed class EntityRegistry
 
     public EntityType? ByName(string name) => _byName.GetValueOrDefault(name);
 
-    public EntityType ForInterface(Type entityInterface) =>
-        _byInterface.TryGetValue(entityInterface, out EntityType? type)
+    public EntityType ForInterface(Type entityInterface)
+    {
+        if (_ambiguous is not null && _ambiguous.TryGetValue(entityInterface, out List<string>? classes))
+        {
+            throw new UnknownEntityException(
+                $"Entity interface {entityInterface.FullName} is implemented by several registered entity classes ({string.Join(", ", classes)}); ask for an interface only one of them implements.");
+        }
+
+        return _byInterface.TryGetValue(entityInterface, out EntityType? type)
             ? type
             : throw new UnknownEntityException($"No entity class registered in this runtime implements {entityInterface.FullName}.");
+    }
 
     public EntityType ForClass(Type entityClass) =>
         _byClass.TryGetValue(entityClass, out EntityType? type)
