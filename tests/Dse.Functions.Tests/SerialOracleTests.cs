@@ -114,8 +114,8 @@ public class SerialOracleTests
 
                 if (random.Next(400) == 0)
                 {
-                    // A pause lets the epoch close, so runs mix full and small epochs.
-                    await Task.Delay(random.Next(0, 3));
+                    // Waiting for every outcome so far ends their epochs before more arrive: runs mix full and small epochs.
+                    await Task.WhenAll(submitted.Select(s => s.Outcome));
                 }
             }
 

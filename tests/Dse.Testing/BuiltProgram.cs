@@ -74,7 +74,13 @@ public static class BuiltProgram
             }
         }
 
-        using var process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start {assemblyFileName}.");
+        return await RunToEndAsync(start, assemblyFileName, timeout).ConfigureAwait(false);
+    }
+
+    /// <summary>Starts <paramref name="start"/>, collects its output, and kills its process tree if it outlasts <paramref name="timeout"/>.</summary>
+    internal static async Task<ProgramRun> RunToEndAsync(ProcessStartInfo start, string what, TimeSpan timeout)
+    {
+        using var process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start {what}.");
         var stdout = process.StandardOutput.ReadToEndAsync();
         var stderr = process.StandardError.ReadToEndAsync();
         var watch = Stopwatch.StartNew();

@@ -43,24 +43,7 @@ public static class DotnetCommand
             start.Environment[name] = value;
         }
 
-        using var process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start dotnet {string.Join(' ', arguments)}.");
-        var stdout = process.StandardOutput.ReadToEndAsync();
-        var stderr = process.StandardError.ReadToEndAsync();
-        var watch = Stopwatch.StartNew();
-        using var limit = new CancellationTokenSource(timeout);
-        bool timedOut = false;
-        try
-        {
-            await process.WaitForExitAsync(limit.Token).ConfigureAwait(false);
-        }
-        catch (OperationCanceledException) when (limit.IsCancellationRequested)
-        {
-            timedOut = true;
-            process.Kill(entireProcessTree: true);
-            await process.WaitForExitAsync().ConfigureAwait(false);
-        }
-
-        return new ProgramRun(process.ExitCode, await stdout.ConfigureAwait(false), await stderr.ConfigureAwait(false), timedOut, watch.Elapsed);
+        return await BuiltProgram.RunToEndAsync(start, $"dotnet {string.Join(' ', arguments)}", timeout).ConfigureAwait(false);
     }
 
     private static bool IsInheritedBuildVariable(string name) =>

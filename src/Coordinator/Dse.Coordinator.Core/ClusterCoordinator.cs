@@ -151,30 +151,8 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         ArgumentOutOfRangeException.ThrowIfNegative(maxVersionsPerParticipant);
         lock (_lock)
         {
-            var participants = new List<ParticipantInspection>(_members.Count);
-            foreach (var (id, member) in _members.All)
-            {
-                var (count, newest) = _graph.UncommittedReports(id, maxVersionsPerParticipant);
-                participants.Add(new ParticipantInspection(
-                    id,
-                    member.Removed,
-                    member.RemovedBecause,
-                    _time.GetElapsedTime(member.LastSeen),
-                    _graph.CommittedVersion(id),
-                    _graph.LatestVersion(id),
-                    _graph.ReportedWorldLine(id),
-                    count,
-                    newest));
-            }
-
-            participants.Sort(static (a, b) => a.ObjectId.CompareTo(b.ObjectId));
-            var decisions = new List<DecisionInspection>(_history.Retained.Count);
-            foreach (var decision in _history.Retained)
-            {
-                decisions.Add(new DecisionInspection(decision, _history.ReportedBefore(decision.WorldLine)));
-            }
-
-            return new ClusterInspection(_incarnation, _state.Epoch, _history.WorldLine, _recovery.IsRecovering, _fault?.Message, participants, decisions);
+            return ClusterInspection.Capture(
+                _members, _graph, _history, _time, maxVersionsPerParticipant, _incarnation, _state.Epoch, _recovery.IsRecovering, _fault?.Message);
         }
     }
 

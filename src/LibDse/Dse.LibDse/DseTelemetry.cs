@@ -65,6 +65,28 @@ public static class DseTelemetry
         }
     }
 
+    /// <summary>The start of a barrier wait, for <see cref="EndBarrierWait"/>: 0 (nothing to time) when nobody listens.</summary>
+    internal static long StartBarrierWait() => BarrierWait.Enabled ? Stopwatch.GetTimestamp() : 0;
+
+    /// <summary>Records the wait begun at <paramref name="started"/> in <c>dse.barrier.wait.duration</c>, when it was timed.</summary>
+    internal static void EndBarrierWait(long started)
+    {
+        if (started != 0)
+        {
+            BarrierWait.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
+        }
+    }
+
+    /// <summary>Counts a restoring rollback in <c>dse.rollbacks</c> and its size in <c>dse.rollback.size</c>.</summary>
+    internal static void RecordRollback(long versionsLost)
+    {
+        Rollbacks.Add(1);
+        if (RollbackSize.Enabled)
+        {
+            RollbackSize.Record(Math.Max(0, versionsLost));
+        }
+    }
+
     /// <summary>Counts <paramref name="stateObject"/> in <c>dse.versions.uncommitted</c> from now on (it connected).</summary>
     internal static void Track(StateObject stateObject) => Connected.AddOrUpdate(stateObject, null);
 

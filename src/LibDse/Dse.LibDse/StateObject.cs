@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 
@@ -461,7 +460,7 @@ public abstract class StateObject : IAsyncDisposable
     /// <exception cref="DseFaultedException">The StateObject faulted or was disposed while waiting.</exception>
     public async ValueTask WaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken = default)
     {
-        long started = DseTelemetry.BarrierWait.Enabled ? Stopwatch.GetTimestamp() : 0;
+        long started = DseTelemetry.StartBarrierWait();
         while (true)
         {
             var next = NextChange;
@@ -476,11 +475,7 @@ public abstract class StateObject : IAsyncDisposable
 
             if (view.CommittedVersion(Id) >= version)
             {
-                if (started != 0)
-                {
-                    DseTelemetry.BarrierWait.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
-                }
-
+                DseTelemetry.EndBarrierWait(started);
                 return;
             }
 
@@ -751,11 +746,7 @@ public abstract class StateObject : IAsyncDisposable
 
         if (restored)
         {
-            DseTelemetry.Rollbacks.Add(1);
-            if (DseTelemetry.RollbackSize.Enabled)
-            {
-                DseTelemetry.RollbackSize.Record(Math.Max(0, lost));
-            }
+            DseTelemetry.RecordRollback(lost);
 
             DseLogMessages.RolledBack(_logger, Id, keptThrough, decision.WorldLine);
         }

@@ -1,5 +1,3 @@
-using System.Diagnostics;
-
 namespace Dse;
 
 /// <summary>
@@ -165,7 +163,7 @@ public sealed class Sthread
     /// <summary><see cref="BarrierAsync(CancellationToken)"/> with each check taken under <paramref name="guard"/> (when given) and every wait outside it.</summary>
     internal async ValueTask BarrierAsync(SemaphoreSlim? guard, CancellationToken cancellationToken)
     {
-        long started = DseTelemetry.BarrierWait.Enabled ? Stopwatch.GetTimestamp() : 0;
+        long started = DseTelemetry.StartBarrierWait();
         while (true)
         {
             var next = _owner.NextChange;
@@ -189,11 +187,7 @@ public sealed class Sthread
 
             if (status == SthreadStatus.Completed)
             {
-                if (started != 0)
-                {
-                    DseTelemetry.BarrierWait.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
-                }
-
+                DseTelemetry.EndBarrierWait(started);
                 return;
             }
 
