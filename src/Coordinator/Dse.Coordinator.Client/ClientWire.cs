@@ -82,7 +82,7 @@ internal static class ClientWire
         };
     }
 
-    private static RollbackDecision FromWire(Wire.RollbackDecision decision, string target, string field)
+    public static RollbackDecision FromWire(Wire.RollbackDecision decision, string target, string field)
     {
         var reason = decision.Reason switch
         {
@@ -99,7 +99,7 @@ internal static class ClientWire
         return new RollbackDecision(decision.WorldLine, decision.FailedObjectId, ToDictionary(decision.Cut, target, $"{field}.cut"), reason);
     }
 
-    private static Dictionary<long, long> ToDictionary(RepeatedField<Wire.ObjectVersion> entries, string target, string field)
+    public static Dictionary<long, long> ToDictionary(RepeatedField<Wire.ObjectVersion> entries, string target, string field)
     {
         var result = new Dictionary<long, long>(entries.Count);
         foreach (var entry in entries)
@@ -122,6 +122,6 @@ internal static class ClientWire
         }
     }
 
-    private static DseCoordinatorException Malformed(string target, string problem) =>
+    public static DseCoordinatorException Malformed(string target, string problem) =>
         new(CoordinatorErrorCode.Unavailable, $"The coordinator at {target} sent a malformed answer ({problem}); it is not a coordinator this client can use.");
 }

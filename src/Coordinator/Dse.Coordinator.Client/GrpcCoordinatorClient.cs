@@ -129,6 +129,14 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
     }
 
     /// <inheritdoc />
+    public async ValueTask HeartbeatAsync(long objectId, ParticipantStatistics statistics, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(statistics);
+        var wire = new Wire.HeartbeatRequest { ObjectId = objectId, Statistics = Wire.StatisticsWire.ToWire(statistics) };
+        await CallAsync(static (c, r, o) => c.HeartbeatAsync(r, o), wire, nameof(HeartbeatAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <inheritdoc />
     public async ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default)
     {
         var response = await CallAsync(static (c, r, o) => c.GetStateAsync(r, o), new Wire.GetStateRequest(), nameof(GetStateAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
@@ -177,6 +185,26 @@ public sealed class GrpcCoordinatorClient : IDseCoordinator, IDisposable, IAsync
         var wire = new Wire.RemoveParticipantRequest { ObjectId = objectId };
         var response = await CallAsync(static (c, r, o) => c.RemoveParticipantAsync(r, o), wire, nameof(RemoveParticipantAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
         return response.Removed;
+    }
+
+    /// <summary>
+    /// Not part of <see cref="IDseCoordinator"/>, for dashboards and tools: the coordinator's view, every registered
+    /// participant (removed ones included) with its liveness, versions and latest heartbeat statistics, and the
+    /// retained decisions with what each participant lost (the coordinator's <c>Inspect</c>, over the wire).
+    /// Read-only; with a participants file any listed token may ask.
+    /// </summary>
+    /// <param name="maxVersionsPerParticipant">How many of each participant's newest uncommitted versions to copy; 0 to 1024.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxVersionsPerParticipant"/> is outside 0 to 1024.</exception>
+    /// <exception cref="DseCoordinatorException"><see cref="CoordinatorErrorCode.Unavailable"/> if the coordinator
+    /// cannot be reached, stopped serving or answered with something malformed.</exception>
+    public async Task<ClusterInspection> InspectAsync(int maxVersionsPerParticipant = 32, CancellationToken cancellationToken = default)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(maxVersionsPerParticipant);
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(maxVersionsPerParticipant, InspectionWire.MaxVersionsPerParticipant);
+        var wire = new Wire.InspectRequest { MaxVersionsPerParticipant = maxVersionsPerParticipant };
+        var response = await CallAsync(static (c, r, o) => c.InspectAsync(r, o), wire, nameof(InspectAsync), _callTimeout, cancellationToken).ConfigureAwait(false);
+        return InspectionWire.FromWire(response, Target);
     }
 
     /// <summary>Disposes the channel if this client created it.</summary>

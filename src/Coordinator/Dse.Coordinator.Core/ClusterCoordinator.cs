@@ -151,7 +151,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         ArgumentOutOfRangeException.ThrowIfNegative(maxVersionsPerParticipant);
         lock (_lock)
         {
-            return ClusterInspection.Capture(
+            return ClusterInspectionCapture.Capture(
                 _members, _graph, _history, _time, maxVersionsPerParticipant, _incarnation, _state.Epoch, _recovery.IsRecovering, _fault?.Message);
         }
     }
@@ -538,13 +538,46 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     }
 
     /// <inheritdoc />
-    public ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default)
+    public ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default) =>
+        HeartbeatCoreAsync(objectId, null, cancellationToken);
+
+    /// <inheritdoc />
+    /// <remarks>The statistics are kept in memory only (<see cref="Inspect"/>); a restart of the coordinator forgets them.</remarks>
+    public ValueTask HeartbeatAsync(long objectId, ParticipantStatistics statistics, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(statistics);
+        if (ParticipantStatistics.Problem(statistics) is { } problem)
+        {
+            throw new DseCoordinatorException(CoordinatorErrorCode.InvalidRequest, $"The heartbeat of participant {objectId} carries statistics that break their rules: {problem}");
+        }
+
+        // Copied, so that an in-process caller reusing its lists cannot change what Inspect shows later.
+        var copy = statistics with
+        {
+            BarrierWaits = statistics.BarrierWaits with
+            {
+                UpperBoundsMilliseconds = [.. statistics.BarrierWaits.UpperBoundsMilliseconds],
+                Counts = [.. statistics.BarrierWaits.Counts],
+            },
+            Queues = [.. statistics.Queues],
+        };
+        return HeartbeatCoreAsync(objectId, copy, cancellationToken);
+    }
+
+    private ValueTask HeartbeatCoreAsync(long objectId, ParticipantStatistics? statistics, CancellationToken cancellationToken)
     {
         cancellationToken.ThrowIfCancellationRequested();
         lock (_lock)
         {
             ThrowIfFaulted();
-            _members.Known(objectId).LastSeen = _time.GetTimestamp();
+            var member = _members.Known(objectId);
+            long now = _time.GetTimestamp();
+            member.LastSeen = now;
+            if (statistics is not null)
+            {
+                member.Statistics = statistics;
+                member.StatisticsReceived = now;
+            }
         }
 
         return ValueTask.CompletedTask;

@@ -11,4 +11,10 @@ internal sealed class ClusterMember(long lastSeen)
 
     /// <summary>Why it was removed, for the refusals' messages.</summary>
     public string RemovedBecause { get; set; } = string.Empty;
+
+    /// <summary>What its latest heartbeat with statistics reported, for inspection only; <c>null</c> before one.</summary>
+    public ParticipantStatistics? Statistics { get; set; }
+
+    /// <summary>When <see cref="Statistics"/> arrived (a <see cref="TimeProvider"/> timestamp).</summary>
+    public long StatisticsReceived { get; set; }
 }

@@ -72,9 +72,17 @@ internal sealed class CoordinatorGrpcService
     public Task<Wire.HeartbeatResponse> Heartbeat(Wire.HeartbeatRequest request, ServerCallContext context) =>
         ServeAsync(nameof(Heartbeat), request, context, static async (self, r, who, ct) =>
         {
-            long objectId = ServerWire.FromWire(r);
+            var (objectId, statistics) = ServerWire.FromWire(r);
             self.Permit(nameof(Heartbeat), who, objectId);
-            await self._coordinator.HeartbeatAsync(objectId, ct).ConfigureAwait(false);
+            if (statistics is null)
+            {
+                await self._coordinator.HeartbeatAsync(objectId, ct).ConfigureAwait(false);
+            }
+            else
+            {
+                await self._coordinator.HeartbeatAsync(objectId, statistics, ct).ConfigureAwait(false);
+            }
+
             return new Wire.HeartbeatResponse();
         });
 
@@ -85,6 +93,15 @@ internal sealed class CoordinatorGrpcService
     public Task<Wire.WaitForChangeResponse> WaitForChange(Wire.WaitForChangeRequest request, ServerCallContext context) =>
         ServeAsync(nameof(WaitForChange), request, context, static async (self, r, who, ct) =>
             new Wire.WaitForChangeResponse { State = ServerWire.ToWire(await self.LongPollAsync(r, ct).ConfigureAwait(false)) });
+
+    /// <summary>Read-only: the coordinator's inspection, for dashboards and tools; any authenticated caller may ask.</summary>
+    public Task<Wire.InspectResponse> Inspect(Wire.InspectRequest request, ServerCallContext context) =>
+        ServeAsync(nameof(Inspect), request, context, static (self, r, who, ct) =>
+        {
+            int maxVersions = ServerWire.FromWire(r);
+            ct.ThrowIfCancellationRequested();
+            return Task.FromResult(InspectWire.ToWire(self._coordinator.Inspect(maxVersions)));
+        });
 
     /// <summary>
     /// The operator's removal of a participant that is gone for good; logged at Warning with the caller. With a

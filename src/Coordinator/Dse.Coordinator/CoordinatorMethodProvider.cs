@@ -15,5 +15,6 @@ internal sealed class CoordinatorMethodProvider : IServiceMethodProvider<Coordin
         context.AddUnaryMethod(CoordinatorMethods.GetState, [], static (service, request, call) => service.GetState(request, call));
         context.AddUnaryMethod(CoordinatorMethods.WaitForChange, [], static (service, request, call) => service.WaitForChange(request, call));
         context.AddUnaryMethod(CoordinatorMethods.RemoveParticipant, [], static (service, request, call) => service.RemoveParticipant(request, call));
+        context.AddUnaryMethod(CoordinatorMethods.Inspect, [], static (service, request, call) => service.Inspect(request, call));
     }
 }

@@ -35,6 +35,8 @@ internal static class CoordinatorMethods
 
     public static readonly Method<Wire.RemoveParticipantRequest, Wire.RemoveParticipantResponse> RemoveParticipant = Unary<Wire.RemoveParticipantRequest, Wire.RemoveParticipantResponse>("RemoveParticipant");
 
+    public static readonly Method<Wire.InspectRequest, Wire.InspectResponse> Inspect = Unary<Wire.InspectRequest, Wire.InspectResponse>("Inspect");
+
     /// <summary>The fully qualified service name, <c>dse.coordinator.v1.Coordinator</c>.</summary>
     public static string ServiceName => Service.FullName;
 

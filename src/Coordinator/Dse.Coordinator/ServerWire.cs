@@ -67,7 +67,24 @@ internal static class ServerWire
         return new ResyncRequest(id, worldLine, versions, view);
     }
 
-    public static long FromWire(Wire.HeartbeatRequest request) => ObjectId(request.HasObjectId, request.ObjectId, "HeartbeatRequest.object_id");
+    /// <summary>The participant and the statistics it reports, if any.</summary>
+    public static (long ObjectId, ParticipantStatistics? Statistics) FromWire(Wire.HeartbeatRequest request)
+    {
+        long id = ObjectId(request.HasObjectId, request.ObjectId, "HeartbeatRequest.object_id");
+        if (request.Statistics is null)
+        {
+            return (id, null);
+        }
+
+        var statistics = Wire.StatisticsWire.FromWire(request.Statistics, out string? problem);
+        return statistics is not null ? (id, statistics) : throw Invalid($"HeartbeatRequest.statistics: {problem}");
+    }
+
+    /// <summary>How many uncommitted versions per participant an inspection copies.</summary>
+    public static int FromWire(Wire.InspectRequest request) =>
+        request.MaxVersionsPerParticipant is >= 0 and <= InspectWire.MaxVersionsPerParticipant
+            ? request.MaxVersionsPerParticipant
+            : throw Invalid($"InspectRequest.max_versions_per_participant is {request.MaxVersionsPerParticipant}; it is 0 to {InspectWire.MaxVersionsPerParticipant}.");
 
     public static long FromWire(Wire.RemoveParticipantRequest request) => ObjectId(request.HasObjectId, request.ObjectId, "RemoveParticipantRequest.object_id");
 
@@ -126,20 +143,7 @@ internal static class ServerWire
         };
         foreach (var decision in state.Decisions)
         {
-            var d = new Wire.RollbackDecision
-            {
-                WorldLine = decision.WorldLine,
-                FailedObjectId = decision.FailedObjectId,
-                Reason = decision.Reason switch
-                {
-                    RollbackReason.Restart => Wire.RollbackReason.Restart,
-                    RollbackReason.Removed => Wire.RollbackReason.Removed,
-                    RollbackReason.ColdStart => Wire.RollbackReason.ColdStart,
-                    _ => throw new ArgumentOutOfRangeException(nameof(state), decision.Reason, "Unknown rollback reason."),
-                },
-            };
-            AddEntries(d.Cut, decision.Cut);
-            wire.Decisions.Add(d);
+            wire.Decisions.Add(ToWire(decision));
         }
 
         AddEntries(wire.Committed, state.Committed);
@@ -147,7 +151,25 @@ internal static class ServerWire
         return wire;
     }
 
-    private static void AddEntries(RepeatedField<Wire.ObjectVersion> target, IReadOnlyDictionary<long, long> source)
+    public static Wire.RollbackDecision ToWire(RollbackDecision decision)
+    {
+        var wire = new Wire.RollbackDecision
+        {
+            WorldLine = decision.WorldLine,
+            FailedObjectId = decision.FailedObjectId,
+            Reason = decision.Reason switch
+            {
+                RollbackReason.Restart => Wire.RollbackReason.Restart,
+                RollbackReason.Removed => Wire.RollbackReason.Removed,
+                RollbackReason.ColdStart => Wire.RollbackReason.ColdStart,
+                _ => throw new ArgumentOutOfRangeException(nameof(decision), decision.Reason, "Unknown rollback reason."),
+            },
+        };
+        AddEntries(wire.Cut, decision.Cut);
+        return wire;
+    }
+
+    public static void AddEntries(RepeatedField<Wire.ObjectVersion> target, IReadOnlyDictionary<long, long> source)
     {
         foreach (var (objectId, version) in source)
         {

@@ -175,7 +175,9 @@ internal sealed class CoordinatorSession
         }
     }
 
-    /// <summary>Tells the coordinator the owner is alive, at most once per <see cref="DseOptions.HeartbeatPeriod"/>.</summary>
+    /// <summary>
+    /// Tells the coordinator the owner is alive, with its statistics, at most once per <see cref="DseOptions.HeartbeatPeriod"/>.
+    /// </summary>
     public async ValueTask HeartbeatIfDueAsync(CancellationToken cancellationToken)
     {
         var coordinator = _owner.ConnectedCoordinator;
@@ -185,7 +187,7 @@ internal sealed class CoordinatorSession
         }
 
         Volatile.Write(ref _lastHeartbeatTimestamp, _options.TimeProvider.GetTimestamp());
-        await coordinator.HeartbeatAsync(_owner.Id, cancellationToken).ConfigureAwait(false);
+        await coordinator.HeartbeatAsync(_owner.Id, _owner.ReadStatistics(), cancellationToken).ConfigureAwait(false);
     }
 
     /// <summary>Applies a cluster state: publishes it as the view, applies pending decisions in world-line order, prunes.</summary>

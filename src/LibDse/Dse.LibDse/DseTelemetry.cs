@@ -65,13 +65,17 @@ public static class DseTelemetry
         }
     }
 
-    /// <summary>The start of a barrier wait, for <see cref="EndBarrierWait"/>: 0 (nothing to time) when nobody listens.</summary>
-    internal static long StartBarrierWait() => BarrierWait.Enabled ? Stopwatch.GetTimestamp() : 0;
+    /// <summary>The start of a barrier wait, for <see cref="EndBarrierWait"/> (a Stopwatch timestamp).</summary>
+    internal static long StartBarrierWait() => Stopwatch.GetTimestamp();
 
-    /// <summary>Records the wait begun at <paramref name="started"/> in <c>dse.barrier.wait.duration</c>, when it was timed.</summary>
-    internal static void EndBarrierWait(long started)
+    /// <summary>
+    /// Records the wait begun at <paramref name="started"/> in the participant's own histogram, which its heartbeats
+    /// report, and in <c>dse.barrier.wait.duration</c> when something listens.
+    /// </summary>
+    internal static void EndBarrierWait(long started, ParticipantStatisticsSource statistics)
     {
-        if (started != 0)
+        statistics.RecordBarrierWait(started);
+        if (BarrierWait.Enabled)
         {
             BarrierWait.Record(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
         }

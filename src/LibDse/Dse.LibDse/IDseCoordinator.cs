@@ -38,6 +38,17 @@ public interface IDseCoordinator
     /// <exception cref="DseCoordinatorException">The participant is unknown or was removed.</exception>
     ValueTask HeartbeatAsync(long objectId, CancellationToken cancellationToken = default);
 
+    /// <summary>
+    /// A heartbeat that also hands the coordinator the participant's <paramref name="statistics"/>, which it keeps for
+    /// dashboards and tools; they never affect a decision. A coordinator that keeps none treats it as a plain heartbeat.
+    /// </summary>
+    /// <exception cref="DseCoordinatorException">
+    /// The participant is unknown or was removed, or the statistics break <see cref="ParticipantStatistics"/>' rules
+    /// (<see cref="CoordinatorErrorCode.InvalidRequest"/>; nothing changes, not even the time it was last heard from).
+    /// </exception>
+    ValueTask HeartbeatAsync(long objectId, ParticipantStatistics statistics, CancellationToken cancellationToken = default) =>
+        HeartbeatAsync(objectId, cancellationToken);
+
     /// <summary>The current cluster state.</summary>
     ValueTask<ClusterState> GetStateAsync(CancellationToken cancellationToken = default);
 

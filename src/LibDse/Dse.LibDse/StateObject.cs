@@ -33,6 +33,7 @@ public abstract class StateObject : IAsyncDisposable
 
     // The cluster state as last heard from the coordinator; replaced only by a newer one (PublishView).
     private readonly ClusterViewCell _view = new();
+    private readonly ParticipantStatisticsSource _statistics = new();
 
     // Written only by the writer while the gate is closed; read inside actions, where they cannot change.
     private long _version;
@@ -88,6 +89,22 @@ public abstract class StateObject : IAsyncDisposable
 
     /// <summary>The error that faulted this StateObject, if any.</summary>
     public Exception? Fault => Volatile.Read(ref _fault);
+
+    /// <summary>
+    /// Registers a queue whose depths this StateObject's heartbeats report to the coordinator (read once per
+    /// heartbeat), so that its dashboard and <c>dse status</c> show them; dispose the result to stop. A reader that
+    /// throws is left out of that heartbeat. A DARQ with general speculation registers itself.
+    /// </summary>
+    /// <param name="name">Unique per StateObject: 1 to <see cref="ParticipantStatistics.MaxQueueNameLength"/> characters, no control characters.</param>
+    /// <param name="read">Reads the depths now; called on the heartbeat's thread. Its <see cref="QueueStatistics.Name"/> is replaced by <paramref name="name"/>.</param>
+    /// <exception cref="ArgumentException">The name is invalid or taken, or <see cref="ParticipantStatistics.MaxQueues"/> queues are registered.</exception>
+    public IDisposable RegisterQueue(string name, Func<QueueStatistics> read) => _statistics.RegisterQueue(name, read);
+
+    /// <summary>What the next heartbeat reports about this StateObject.</summary>
+    public ParticipantStatistics ReadStatistics() => _statistics.Snapshot(CurrentVersion, WorldLine);
+
+    /// <summary>The barrier-wait histogram and registered queues its heartbeats report.</summary>
+    internal ParticipantStatisticsSource Statistics => _statistics;
 
     /// <summary>
     /// Persists the current state as <paramref name="version"/> together with <paramref name="metadata"/>, and calls
@@ -475,7 +492,7 @@ public abstract class StateObject : IAsyncDisposable
 
             if (view.CommittedVersion(Id) >= version)
             {
-                DseTelemetry.EndBarrierWait(started);
+                DseTelemetry.EndBarrierWait(started, _statistics);
                 return;
             }
 

@@ -187,7 +187,7 @@ public sealed class Sthread
 
             if (status == SthreadStatus.Completed)
             {
-                DseTelemetry.EndBarrierWait(started);
+                DseTelemetry.EndBarrierWait(started, _owner.Statistics);
                 return;
             }
 

@@ -56,6 +56,11 @@ internal sealed class GeneralSpeculation : DarqSpeculation
         var dse = new DarqStateObject(core.Options.Dse!, _store);
         _dse = dse;
         Parts.Pacing.Attach(dse);
+
+        // The StateObject's heartbeats report this DARQ's depths to the coordinator (its dashboard, dse status).
+        var inbox = Parts.Inbox;
+        var outbox = Parts.Outbox;
+        dse.RegisterQueue(QueueName(core.Name), () => new QueueStatistics(string.Empty, inbox.Count, inbox.SpilledInCount, outbox.Count));
         try
         {
             await dse.ConnectAsync(core.Options.Coordinator!, cancellationToken).ConfigureAwait(false);
@@ -69,6 +74,15 @@ internal sealed class GeneralSpeculation : DarqSpeculation
     }
 
     public override ValueTask WaitForRoomAsync(CancellationToken cancellationToken) => PaceAsync(Dse, cancellationToken);
+
+    /// <summary>The DARQ's name as a queue name: control characters replaced, cut to the length heartbeats carry.</summary>
+    private static string QueueName(string name)
+    {
+        var chars = name.Select(static c => char.IsControl(c) ? '?' : c).ToArray();
+        return chars.Length <= ParticipantStatistics.MaxQueueNameLength
+            ? new string(chars)
+            : new string(chars, 0, ParticipantStatistics.MaxQueueNameLength - 1) + "\u2026";
+    }
 
     public override async ValueTask<DarqEnqueueResult> EnqueueAsync(ReadOnlyMemory<byte> payload, long producerId, long sequenceNumber, bool dedup, bool contiguous,
         CancellationToken cancellationToken)

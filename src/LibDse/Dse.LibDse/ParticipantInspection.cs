@@ -14,8 +14,13 @@ namespace Dse;
 /// <param name="UncommittedCount">How many reported versions are not committed yet.</param>
 /// <param name="Uncommitted">
 /// The newest reported but uncommitted versions, ascending, with the world-line each was reported in and its
-/// dependencies; at most the number <see cref="ClusterCoordinator.Inspect"/> was asked for.
+/// dependencies; at most the number the inspection was asked for.
 /// </param>
+/// <param name="Statistics">
+/// What its latest heartbeat reported about itself (in-memory version, barrier waits, queues), or <c>null</c> when no
+/// heartbeat to this coordinator incarnation carried any.
+/// </param>
+/// <param name="StatisticsAge">How long ago <paramref name="Statistics"/> arrived; <c>null</c> without statistics.</param>
 public sealed record ParticipantInspection(
     long ObjectId,
     bool Removed,
@@ -25,4 +30,6 @@ public sealed record ParticipantInspection(
     long Persisted,
     long ReportedWorldLine,
     int UncommittedCount,
-    IReadOnlyList<VersionReport> Uncommitted);
+    IReadOnlyList<VersionReport> Uncommitted,
+    ParticipantStatistics? Statistics,
+    TimeSpan? StatisticsAge);

@@ -1,28 +1,10 @@
 namespace Dse;
 
-/// <summary>
-/// A read-only copy of a <see cref="ClusterCoordinator"/>'s view at one moment (<see cref="ClusterCoordinator.Inspect"/>),
-/// for dashboards and tools: membership with liveness, the graph view and the retained decisions with what each cost.
-/// Nothing in it is shared with the coordinator.
-/// </summary>
-/// <param name="Incarnation">The coordinator incarnation.</param>
-/// <param name="Epoch">The epoch of the published state.</param>
-/// <param name="WorldLine">The current world-line (0 before any decision).</param>
-/// <param name="IsRecovering">Whether the coordinator waits for its participants' answers after its own restart.</param>
-/// <param name="Fault">Why the coordinator stopped serving, or <c>null</c> while it serves.</param>
-/// <param name="Participants">Every registered participant, removed ones included, by id.</param>
-/// <param name="Decisions">The retained rollback decisions, oldest first.</param>
-public sealed record ClusterInspection(
-    long Incarnation,
-    long Epoch,
-    long WorldLine,
-    bool IsRecovering,
-    string? Fault,
-    IReadOnlyList<ParticipantInspection> Participants,
-    IReadOnlyList<DecisionInspection> Decisions)
+/// <summary>Builds a <see cref="ClusterInspection"/> from a coordinator's collaborators.</summary>
+internal static class ClusterInspectionCapture
 {
     /// <summary>Copies the coordinator's collaborators; the caller holds the coordinator's lock.</summary>
-    internal static ClusterInspection Capture(
+    public static ClusterInspection Capture(
         ClusterMembers members, DependencyGraph graph, DecisionHistory history, TimeProvider time, int maxVersionsPerParticipant,
         long incarnation, long epoch, bool isRecovering, string? fault)
     {
@@ -39,7 +21,9 @@ public sealed record ClusterInspection(
                 graph.LatestVersion(id),
                 graph.ReportedWorldLine(id),
                 count,
-                newest));
+                newest,
+                member.Statistics,
+                member.Statistics is null ? null : time.GetElapsedTime(member.StatisticsReceived)));
         }
 
         participants.Sort(static (a, b) => a.ObjectId.CompareTo(b.ObjectId));
