@@ -105,6 +105,22 @@ public sealed partial class CoordinatorIdentityTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task Inspect_AnyListedToken_NoTokenUnauthenticated()
+    {
+        var one = _server.CreateClient(new GrpcCoordinatorClientOptions { Token = Token1 });
+        await one.ConnectAsync(new ConnectRequest(1, []));
+
+        await RefusedAsync(() => _server.CreateClient().InspectAsync(), StatusCode.Unauthenticated, "carries no credential");
+        await RefusedAsync(() => _server.CreateClient(new GrpcCoordinatorClientOptions { Token = StrangerToken }).InspectAsync(), StatusCode.Unauthenticated, "not listed in the participants file");
+
+        // Read-only: a participant sees every member, and so does an operator.
+        Assert.Equal(1, Assert.Single((await one.InspectAsync()).Participants).ObjectId);
+        var ops = _server.CreateClient(new GrpcCoordinatorClientOptions { Token = OperatorToken });
+        Assert.Equal(1, Assert.Single((await ops.InspectAsync()).Participants).ObjectId);
+        AssertNoTokenAnywhere();
+    }
+
+    [Fact]
     public async Task RemoveParticipant_OnlyWithAnOperatorToken()
     {
         var one = _server.CreateClient(new GrpcCoordinatorClientOptions { Token = Token1 });

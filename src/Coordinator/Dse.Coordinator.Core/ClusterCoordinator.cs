@@ -343,6 +343,9 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
             bool wasRemoved = member.Removed;
             member.Removed = false;
             member.LastSeen = _time.GetTimestamp();
+
+            // A restart is a new incarnation of the participant: what the old one reported no longer describes it.
+            member.Statistics = null;
             CommitDecision(decision, reportedBefore);
             if (wasRemoved)
             {

@@ -1,3 +1,5 @@
+using System.Globalization;
+
 namespace Dse;
 
 /// <summary>
@@ -87,7 +89,7 @@ public sealed record BarrierWaitDistribution(
         {
             if (!double.IsFinite(bounds[i]) || bounds[i] <= 0 || (i > 0 && bounds[i] <= bounds[i - 1]))
             {
-                return $"upper_bounds_ms[{i}] is {bounds[i]}; bounds are finite, positive and strictly ascending.";
+                return $"upper_bounds_ms[{i}] is {bounds[i].ToString(CultureInfo.InvariantCulture)}; bounds are finite, positive and strictly ascending.";
             }
         }
 
@@ -109,7 +111,7 @@ public sealed record BarrierWaitDistribution(
 
         if (!double.IsFinite(distribution.SumMilliseconds) || distribution.SumMilliseconds < 0)
         {
-            return $"sum_ms is {distribution.SumMilliseconds}; it is finite and non-negative.";
+            return $"sum_ms is {distribution.SumMilliseconds.ToString(CultureInfo.InvariantCulture)}; it is finite and non-negative.";
         }
 
         return null;
