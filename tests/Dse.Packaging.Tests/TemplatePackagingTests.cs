@@ -46,6 +46,7 @@ public sealed class TemplatePackagingTests(ITestOutputHelper output)
             {
                 Assert.True(File.Exists(Path.Combine(feed, $"{id}.{version}.nupkg")), $"{id}.{version}.nupkg is not in the feed");
                 Assert.True(File.Exists(Path.Combine(feed, $"{id}.{version}.snupkg")), $"{id}.{version}.snupkg (symbols) is not in the feed");
+                Assert.Contains("<license type=\"expression\">MIT</license>", Nuspec(Path.Combine(feed, $"{id}.{version}.nupkg")), StringComparison.Ordinal);
             }
 
             // 2. Install the template into a hive of this test's own (the user's templates stay as they are) and create a service.
@@ -77,6 +78,14 @@ public sealed class TemplatePackagingTests(ITestOutputHelper output)
         {
             Directory.Delete(work, recursive: true);
         }
+    }
+
+    /// <summary>The text of a package's nuspec.</summary>
+    private static string Nuspec(string package)
+    {
+        using var archive = System.IO.Compression.ZipFile.OpenRead(package);
+        using var reader = new StreamReader(archive.Entries.Single(e => e.FullName.EndsWith(".nuspec", StringComparison.Ordinal)).Open());
+        return reader.ReadToEnd();
     }
 
     /// <summary>The version prefix every package shares, from the repository's Directory.Build.props.</summary>

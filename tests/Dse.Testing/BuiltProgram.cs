@@ -77,6 +77,33 @@ public static class BuiltProgram
         return await RunToEndAsync(start, assemblyFileName, timeout).ConfigureAwait(false);
     }
 
+    /// <summary>
+    /// Runs an executable (an installed .NET tool's command, for instance) to its end, with DOTNET_ROOT naming the
+    /// runtime of this test host; a run that outlasts <paramref name="timeout"/> is killed with its process tree.
+    /// </summary>
+    public static Task<ProgramRun> RunExecutableAsync(string path, IReadOnlyList<string> arguments, TimeSpan timeout) =>
+        RunToEndAsync(ExecutableStart(path, arguments), Path.GetFileName(path), timeout);
+
+    /// <summary>How to start an executable with redirected streams and DOTNET_ROOT set to this test host's runtime.</summary>
+    internal static ProcessStartInfo ExecutableStart(string path, IEnumerable<string> arguments)
+    {
+        var start = new ProcessStartInfo(path)
+        {
+            RedirectStandardInput = true,
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+        };
+        foreach (string argument in arguments)
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        string muxer = new FileInfo(DotnetMuxer()).ResolveLinkTarget(returnFinalTarget: true)?.FullName ?? Path.GetFullPath(DotnetMuxer());
+        start.Environment["DOTNET_ROOT"] = Path.GetDirectoryName(muxer)!;
+        return start;
+    }
+
     /// <summary>Starts <paramref name="start"/>, collects its output, and kills its process tree if it outlasts <paramref name="timeout"/>.</summary>
     internal static async Task<ProgramRun> RunToEndAsync(ProcessStartInfo start, string what, TimeSpan timeout)
     {

@@ -57,6 +57,13 @@ public sealed class ChildProgram : IAsyncDisposable
         return new ChildProgram(Process.Start(start) ?? throw new InvalidOperationException($"Could not start {assemblyFileName}."));
     }
 
+    /// <summary>
+    /// Starts an executable (an installed .NET tool's command, for instance), with DOTNET_ROOT naming the runtime of
+    /// this test host so that its app host finds one wherever dotnet is installed.
+    /// </summary>
+    public static ChildProgram StartExecutable(string path, IEnumerable<string> arguments) =>
+        new(Process.Start(BuiltProgram.ExecutableStart(path, arguments)) ?? throw new InvalidOperationException($"Could not start {path}."));
+
     /// <summary>Waits for the first output line that starts with <paramref name="prefix"/> (one already printed counts) and returns it.</summary>
     /// <exception cref="InvalidOperationException">The output ended (the process exited) without such a line; the message says what it printed.</exception>
     /// <exception cref="TimeoutException">No such line within <paramref name="timeout"/>.</exception>

@@ -11,9 +11,12 @@ internal sealed class HostArguments
     public const string BlobConnectionStringVariable = "DSE_BLOB_CONNECTION_STRING";
 
     public const string Usage = """
-        Usage: Dse.Coordinator.Host --port N --log LOG [options]
-               Dse.Coordinator.Host remove --coordinator URL --id N [--tls-ca PATH] [--token-file PATH]
-               Dse.Coordinator.Host token (--participant N | --operator NAME)
+        Usage: dse-coordinator --port N --log LOG [options]
+               dse-coordinator remove --coordinator URL --id N [--tls-ca PATH] [--token-file PATH]
+               dse-coordinator token (--participant N | --operator NAME)
+
+        (dse-coordinator is the .NET tool of package Dse.Coordinator.Host; from a clone, run
+        dotnet run --project src/Coordinator/Dse.Coordinator.Host -- followed by the same arguments.)
 
         Serves a durable DSE coordinator over gRPC on one port: TLS (HTTPS, HTTP/2 and HTTP/1.1) with --tls-cert and
         --tls-key, otherwise HTTP/2 without TLS ("prior knowledge"), which is for loopback development only. Once
