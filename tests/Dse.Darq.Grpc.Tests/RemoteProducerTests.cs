@@ -1,4 +1,5 @@
 using Dse.Darq.Grpc.V1;
+using Dse.Testing;
 using Google.Protobuf;
 using Grpc.Core;
 using Grpc.Core.Interceptors;

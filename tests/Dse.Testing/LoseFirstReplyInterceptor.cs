@@ -1,13 +1,14 @@
 using Grpc.Core;
 using Grpc.Core.Interceptors;
 
-namespace Dse.Darq.Grpc.Tests;
+namespace Dse.Testing;
 
 /// <summary>Lets the first unary call reach the server, then reports it UNAVAILABLE (as a reply lost on the way back would).</summary>
-internal sealed class LoseFirstReplyInterceptor : Interceptor
+public sealed class LoseFirstReplyInterceptor : Interceptor
 {
     private int _calls;
 
+    /// <summary>The unary calls made through it so far.</summary>
     public int Calls => Volatile.Read(ref _calls);
 
     public override AsyncUnaryCall<TResponse> AsyncUnaryCall<TRequest, TResponse>(TRequest request, ClientInterceptorContext<TRequest, TResponse> context,
