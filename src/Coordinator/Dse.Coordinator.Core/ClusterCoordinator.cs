@@ -230,7 +230,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     {
         ArgumentNullException.ThrowIfNull(request);
         cancellationToken.ThrowIfCancellationRequested();
-        ValidateAscending(request.ObjectId, request.PersistedVersions);
+        RequestRules.ValidateAscending(request.ObjectId, request.PersistedVersions);
 
         Task<ConnectResponse>? coldStart = null;
         await _mutate.WaitAsync(cancellationToken).ConfigureAwait(false);
@@ -528,7 +528,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         ArgumentNullException.ThrowIfNull(request);
         ArgumentNullException.ThrowIfNull(request.CommittedView);
         cancellationToken.ThrowIfCancellationRequested();
-        ValidateAscending(request.ObjectId, request.DurableVersions);
+        RequestRules.ValidateAscending(request.ObjectId, request.DurableVersions);
         await _mutate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
@@ -546,26 +546,8 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
 
     /// <inheritdoc />
     /// <remarks>The statistics are kept in memory only (<see cref="Inspect"/>); a restart of the coordinator forgets them.</remarks>
-    public ValueTask HeartbeatAsync(long objectId, ParticipantStatistics statistics, CancellationToken cancellationToken = default)
-    {
-        ArgumentNullException.ThrowIfNull(statistics);
-        if (ParticipantStatistics.Problem(statistics) is { } problem)
-        {
-            throw new DseCoordinatorException(CoordinatorErrorCode.InvalidRequest, $"The heartbeat of participant {objectId} carries statistics that break their rules: {problem}");
-        }
-
-        // Copied, so that an in-process caller reusing its lists cannot change what Inspect shows later.
-        var copy = statistics with
-        {
-            BarrierWaits = statistics.BarrierWaits with
-            {
-                UpperBoundsMilliseconds = [.. statistics.BarrierWaits.UpperBoundsMilliseconds],
-                Counts = [.. statistics.BarrierWaits.Counts],
-            },
-            Queues = [.. statistics.Queues],
-        };
-        return HeartbeatCoreAsync(objectId, copy, cancellationToken);
-    }
+    public ValueTask HeartbeatAsync(long objectId, ParticipantStatistics statistics, CancellationToken cancellationToken = default) =>
+        HeartbeatCoreAsync(objectId, RequestRules.AcceptStatistics(objectId, statistics), cancellationToken);
 
     private ValueTask HeartbeatCoreAsync(long objectId, ParticipantStatistics? statistics, CancellationToken cancellationToken)
     {
@@ -573,14 +555,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         lock (_lock)
         {
             ThrowIfFaulted();
-            var member = _members.Known(objectId);
-            long now = _time.GetTimestamp();
-            member.LastSeen = now;
-            if (statistics is not null)
-            {
-                member.Statistics = statistics;
-                member.StatisticsReceived = now;
-            }
+            _members.Known(objectId).Heard(_time.GetTimestamp(), statistics);
         }
 
         return ValueTask.CompletedTask;
@@ -806,21 +781,6 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     }
 
     private static TaskCompletionSource<ClusterState> NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
-
-    private static void ValidateAscending(long objectId, IReadOnlyList<VersionReport> versions)
-    {
-        ArgumentNullException.ThrowIfNull(versions);
-        long previous = 0;
-        foreach (var r in versions)
-        {
-            if (r is null || r.Version <= previous)
-            {
-                throw new DseCoordinatorException($"Participant {objectId} listed version {r?.Version} after {previous}; persisted versions must be positive and ascending.");
-            }
-
-            previous = r.Version;
-        }
-    }
 
     private void OnHeartbeatTimer() => _ = SweepAsync();
 

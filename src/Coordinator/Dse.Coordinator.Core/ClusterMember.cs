@@ -17,4 +17,15 @@ internal sealed class ClusterMember(long lastSeen)
 
     /// <summary>When <see cref="Statistics"/> arrived (a <see cref="TimeProvider"/> timestamp).</summary>
     public long StatisticsReceived { get; set; }
+
+    /// <summary>A heartbeat at <paramref name="now"/>, with the statistics it carried, if any.</summary>
+    public void Heard(long now, ParticipantStatistics? statistics)
+    {
+        LastSeen = now;
+        if (statistics is not null)
+        {
+            Statistics = statistics;
+            StatisticsReceived = now;
+        }
+    }
 }
