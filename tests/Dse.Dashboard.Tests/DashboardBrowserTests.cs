@@ -1,3 +1,5 @@
+using System.Text.RegularExpressions;
+using Dse.Darq;
 using Microsoft.Playwright;
 using static Microsoft.Playwright.Assertions;
 
@@ -80,6 +82,55 @@ public sealed class DashboardBrowserTests : IAsyncLifetime
         await Expect(page.Locator("#no-decisions")).ToBeHiddenAsync();
 
         await ScreenshotAsync(page, server);
+    }
+
+    [ChromiumFact]
+    public async Task Page_ShowsAParticipantsCurrentVersion_ItsBarrierWaits_AndItsDarqQueue()
+    {
+        using var guard = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        await using var server = await DashboardServer.StartAsync();
+        await server.ConnectAsync(2); // a participant whose heartbeats carry no statistics
+        await using var orders = await ClusterDarq.OpenAsync("orders", 1, server.Coordinator, TimeSpan.FromMilliseconds(100));
+
+        // Three orders arrive; one is consumed and forwarded to a destination nobody resolves, so it stays pending.
+        var processor = await orders.RegisterProcessorAsync(guard.Token);
+        DarqEnqueueResult last = default;
+        for (int i = 1; i <= 3; i++)
+        {
+            last = await orders.EnqueueAsync(ClusterDarq.Bytes($"order {i}"), guard.Token);
+        }
+
+        var first = await processor.Messages.ReadAsync(guard.Token);
+        await processor.StepAsync(new DarqStep().Consume(first.Lsn).AddOut("audit", first.Payload), guard.Token);
+
+        // Waiting until the last order is recoverable is a barrier wait; after it, the DARQ's version is at least the committed one.
+        await orders.WaitForRecoverableAsync(last.Lsn, guard.Token);
+        long committed = orders.DseStateObject!.CommittedVersion;
+        Assert.True(committed >= 1);
+
+        var page = await NewPageAsync();
+        await page.GotoAsync(server.Dashboard.ToString());
+
+        await page.WaitForFunctionAsync(
+            "([selector, least]) => Number(document.querySelector(selector)?.textContent) >= least",
+            new object[] { "#participants tr[data-participant='1'] td.current", committed },
+            new() { Timeout = 15_000 });
+        await Expect(Cell(page, 1, "own-world-line")).ToHaveTextAsync("0", Patient);
+        await Expect(Cell(page, 1, "statistics-age")).ToHaveTextAsync(new Regex(" ago$"), Patient);
+        var waits = page.Locator("#barrier-waits tr[data-participant='1']");
+        await Expect(waits.Locator("td.count")).ToHaveTextAsync(new Regex("^[1-9][0-9]*$"), Patient);
+        await Expect(waits.Locator("td.p99")).ToHaveTextAsync(new Regex(@"^(\u2264|>) [0-9.]+ m?s$"), Patient);
+        await Expect(waits.Locator("svg.histogram g[data-bucket] rect").First).ToBeAttachedAsync();
+        var queue = page.Locator("#queues tr[data-queue='1:orders']");
+        await Expect(queue.Locator("td.unconsumed")).ToHaveTextAsync("2", Patient);
+        await Expect(queue.Locator("td.out-pending")).ToHaveTextAsync("1", Patient);
+        await Expect(queue.Locator("td.in-spilled")).ToHaveTextAsync("0", Patient);
+
+        // The participant without statistics shows dashes.
+        await Expect(Cell(page, 2, "current")).ToHaveTextAsync("-", Patient);
+        await Expect(page.Locator("#barrier-waits tr[data-participant='2'] td.count")).ToHaveTextAsync("-", Patient);
+        await Expect(page.Locator("#queues tr[data-participant='2'] td.queue")).ToHaveTextAsync("-", Patient);
+
     }
 
     [ChromiumFact]

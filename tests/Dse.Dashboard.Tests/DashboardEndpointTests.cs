@@ -17,6 +17,8 @@ public sealed class DashboardEndpointTests
         Assert.Equal(HttpStatusCode.OK, page.StatusCode);
         Assert.Equal("text/html", page.Content.Headers.ContentType?.MediaType);
         Assert.Contains("<base href=\"/dashboard/\">", html, StringComparison.Ordinal);
+        Assert.Contains("<table id=\"barrier-waits\">", html, StringComparison.Ordinal);
+        Assert.Contains("<table id=\"queues\">", html, StringComparison.Ordinal);
         Assert.Contains("default-src 'self'", page.Headers.GetValues("Content-Security-Policy").Single(), StringComparison.Ordinal);
 
         string script = await server.Http.GetStringAsync("dashboard.js");
@@ -61,6 +63,49 @@ public sealed class DashboardEndpointTests
         Assert.Equal(JsonValueKind.Null, view.RootElement.GetProperty("operator").ValueKind);
         Assert.False(view.RootElement.GetProperty("removalAvailable").GetBoolean());
         Assert.Empty(view.RootElement.GetProperty("decisions").EnumerateArray());
+    }
+
+    [Fact]
+    public async Task Snapshot_ShowsEachParticipantsLatestStatistics_AndNullWithoutThem()
+    {
+        await using var server = await DashboardServer.StartAsync();
+        await server.ConnectAsync(1, 2);
+        await server.ReportAsync(1, 1);
+        var waits = new BarrierWaitDistribution([1, 10], [3, 0, 1], SumMilliseconds: 20.5);
+        await server.Coordinator.HeartbeatAsync(1, new ParticipantStatistics(7, 0, waits, [new QueueStatistics("orders", 5, 2, 1)]));
+
+        using var view = await SnapshotAsync(server);
+        var participants = view.RootElement.GetProperty("participants").EnumerateArray().ToArray();
+        var statistics = participants[0].GetProperty("statistics");
+        Assert.Equal(7, statistics.GetProperty("currentVersion").GetInt64());
+        Assert.Equal(0, statistics.GetProperty("worldLine").GetInt64());
+        Assert.True(statistics.GetProperty("ageMs").GetInt64() >= 0);
+        var barrier = statistics.GetProperty("barrierWaits");
+        Assert.Equal(4, barrier.GetProperty("total").GetInt64());
+        Assert.Equal(20.5, barrier.GetProperty("sumMs").GetDouble());
+        Assert.Equal(1, barrier.GetProperty("p50Ms").GetDouble());
+        Assert.Equal(JsonValueKind.Null, barrier.GetProperty("p99Ms").ValueKind); // above the last bound
+        Assert.Equal([1.0, 10.0], barrier.GetProperty("upperBoundsMs").EnumerateArray().Select(b => b.GetDouble()));
+        Assert.Equal([3L, 0L, 1L], barrier.GetProperty("counts").EnumerateArray().Select(c => c.GetInt64()));
+        var queue = statistics.GetProperty("queues").EnumerateArray().Single();
+        Assert.Equal("orders", queue.GetProperty("name").GetString());
+        Assert.Equal((5L, 2L, 1L), (queue.GetProperty("unconsumed").GetInt64(), queue.GetProperty("inSpilled").GetInt64(), queue.GetProperty("outPending").GetInt64()));
+        Assert.Equal(JsonValueKind.Null, participants[1].GetProperty("statistics").ValueKind);
+    }
+
+    [Fact]
+    public async Task Snapshot_AParticipantThatNeverWaited_HasNoQuantiles()
+    {
+        await using var server = await DashboardServer.StartAsync();
+        await server.ConnectAsync(1);
+        await server.Coordinator.HeartbeatAsync(1, new ParticipantStatistics(0, 0, new BarrierWaitDistribution([1], [0, 0], 0), []));
+
+        using var view = await SnapshotAsync(server);
+        var barrier = view.RootElement.GetProperty("participants")[0].GetProperty("statistics").GetProperty("barrierWaits");
+        Assert.Equal(0, barrier.GetProperty("total").GetInt64());
+        Assert.Equal(JsonValueKind.Null, barrier.GetProperty("p50Ms").ValueKind);
+        Assert.Equal(JsonValueKind.Null, barrier.GetProperty("p99Ms").ValueKind);
+        Assert.Empty(view.RootElement.GetProperty("participants")[0].GetProperty("statistics").GetProperty("queues").EnumerateArray());
     }
 
     [Fact]

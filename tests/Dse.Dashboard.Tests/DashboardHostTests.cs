@@ -2,10 +2,12 @@ using System.Net;
 using System.Net.Http.Headers;
 using System.Text.Json;
 using Dse.Coordinator.Client;
+using Dse.Darq;
 using Dse.Grpc;
 using Dse.Testing;
 using Microsoft.Playwright;
 using static Microsoft.Playwright.Assertions;
+using DarqQueue = Dse.Darq.Darq;
 
 namespace Dse.Dashboard.Tests;
 
@@ -17,9 +19,13 @@ namespace Dse.Dashboard.Tests;
 public sealed class DashboardHostTests : IAsyncLifetime
 {
     private static readonly TimeSpan StartTimeout = TimeSpan.FromSeconds(60);
+
+    /// <summary>How often the DARQs' heartbeats carry their statistics: the default, as deployed.</summary>
+    private static readonly TimeSpan HeartbeatPeriod = TimeSpan.FromSeconds(1);
+
     private readonly string _directory = Directory.CreateTempSubdirectory("dse-dashboard-").FullName;
     private readonly string _operatorToken = DseCredentials.CreateToken();
-    private readonly string[] _participantTokens = [DseCredentials.CreateToken(), DseCredentials.CreateToken(), DseCredentials.CreateToken()];
+    private readonly string[] _participantTokens = [.. Enumerable.Range(1, 5).Select(_ => DseCredentials.CreateToken())];
     private ChildProgram? _host;
     private Uri? _coordinator;
     private Uri? _dashboard;
@@ -92,11 +98,22 @@ public sealed class DashboardHostTests : IAsyncLifetime
     }
 
     [ChromiumFact]
-    public async Task Host_InABrowser_ShowsParticipants_TheBoundaryMoving_AndARollbackAfterARestart()
+    public async Task Host_InABrowser_ShowsParticipants_TheirBarrierWaitsAndQueues_TheBoundaryMoving_AndARollbackAfterARestart()
     {
+        using var guard = new CancellationTokenSource(TimeSpan.FromMinutes(2));
         using var one = Client(1);
         using var two = Client(2);
         using var three = Client(3);
+
+        // Participants 4 and 5 are DARQs over gRPC: "orders" forwards to "billing", and to "audit", which nobody serves.
+        using var ordersClient = Client(4);
+        using var billingClient = Client(5);
+        var destinations = new DarqDestinationRegistry();
+        await using var billing = await ClusterDarq.OpenAsync("billing", 5, billingClient, HeartbeatPeriod);
+        destinations.Add(billing);
+        await using var orders = await ClusterDarq.OpenAsync("orders", 4, ordersClient, HeartbeatPeriod, destinations);
+        var processor = await ForwardOrdersAsync(orders, guard.Token);
+
         await one.ConnectAsync(new ConnectRequest(1, []));
         await two.ConnectAsync(new ConnectRequest(2, []));
         await three.ConnectAsync(new ConnectRequest(3, []));
@@ -109,8 +126,16 @@ public sealed class DashboardHostTests : IAsyncLifetime
         await page.GotoAsync(_dashboard!.ToString());
         var patient = new LocatorAssertionsToHaveTextOptions { Timeout = 15_000 };
 
-        await Expect(page.Locator("#participants tbody tr")).ToHaveCountAsync(3, new() { Timeout = 15_000 });
+        await Expect(page.Locator("#participants tbody tr")).ToHaveCountAsync(5, new() { Timeout = 15_000 });
         await Expect(Cell(page, 2, "committed")).ToHaveTextAsync("1", patient);
+
+        // The DARQs' heartbeats carry their versions, barrier waits and depths; the other participants' carry none.
+        await Expect(Cell(page, 4, "current")).ToHaveTextAsync(new System.Text.RegularExpressions.Regex("^[1-9][0-9]*$"), patient);
+        await Expect(Cell(page, 1, "current")).ToHaveTextAsync("-", patient);
+        await Expect(page.Locator("#barrier-waits tr[data-participant='4'] td.count")).ToHaveTextAsync(new System.Text.RegularExpressions.Regex("^[1-9][0-9]*$"), patient);
+        await Expect(page.Locator("#queues tr[data-queue='4:orders'] td.unconsumed")).ToHaveTextAsync("2", patient);
+        await Expect(page.Locator("#queues tr[data-queue='4:orders'] td.out-pending")).ToHaveTextAsync("1", patient);
+        await Expect(page.Locator("#queues tr[data-queue='5:billing'] td.unconsumed")).ToHaveTextAsync("2", patient);
 
         // The boundary moves over a few seconds of reports, as the page's chart shows.
         for (long v = 2; v <= 12; v++)
@@ -145,9 +170,74 @@ public sealed class DashboardHostTests : IAsyncLifetime
         await Expect(page.Locator("#graph [data-edge='dangling']")).ToHaveCountAsync(1);
         await Expect(Cell(page, 1, "world-line")).ToHaveTextAsync("1", patient);
 
+        // The DARQs applied the decision without losing anything: their own world-line is 1.
+        await Expect(Cell(page, 4, "own-world-line")).ToHaveTextAsync("1", patient);
+
+        // Orders keeps waiting at barriers: the waits between its latest heartbeats show beside the total.
+        using var stopLoad = CancellationTokenSource.CreateLinkedTokenSource(guard.Token);
+        var load = WaitAtBarriersAsync(orders, processor, stopLoad.Token);
+        await Expect(page.Locator("#barrier-waits tr[data-participant='4'] td.latest")).ToHaveTextAsync(new System.Text.RegularExpressions.Regex("^[1-9][0-9]*$"), patient);
+
         if (Environment.GetEnvironmentVariable("DSE_DASHBOARD_SCREENSHOT") is { Length: > 0 } screenshot)
         {
             await page.ScreenshotAsync(new() { Path = screenshot, FullPage = true });
+        }
+
+        await stopLoad.CancelAsync();
+        await load;
+    }
+
+    /// <summary>
+    /// Five orders arrive; two are forwarded to billing, one to "audit" (pending: nobody serves it), two stay unconsumed;
+    /// each step's caller waits until it is recoverable, as a service does before it answers. Returns the processor.
+    /// </summary>
+    private static async Task<DarqProcessor> ForwardOrdersAsync(DarqQueue orders, CancellationToken cancellationToken)
+    {
+        var processor = await orders.RegisterProcessorAsync(cancellationToken);
+        for (int i = 1; i <= 5; i++)
+        {
+            await orders.EnqueueAsync(ClusterDarq.Bytes($"order {i}"), cancellationToken);
+        }
+
+        foreach (string destination in new[] { "billing", "billing", "audit" })
+        {
+            var order = await processor.Messages.ReadAsync(cancellationToken);
+            var step = await processor.StepAsync(new DarqStep().Consume(order.Lsn).AddOut(destination, order.Payload), cancellationToken);
+            await orders.WaitForRecoverableAsync(step.DurableAt - 1, cancellationToken);
+            if (destination == "billing")
+            {
+                await orders.WaitForDeliveredAsync(step.OutLsns[0], cancellationToken);
+            }
+        }
+
+        return processor;
+    }
+
+    /// <summary>
+    /// Until cancelled: a ping arrives, is consumed, and the caller waits until that step is recoverable. The two
+    /// orders left unconsumed stay so.
+    /// </summary>
+    private static async Task WaitAtBarriersAsync(DarqQueue orders, DarqProcessor processor, CancellationToken cancellationToken)
+    {
+        try
+        {
+            for (long i = 0; ; i++)
+            {
+                await orders.EnqueueAsync(ClusterDarq.Bytes($"ping {i}"), cancellationToken);
+                DarqMessage ping;
+                do
+                {
+                    ping = await processor.Messages.ReadAsync(cancellationToken);
+                }
+                while (!ping.Payload.Span.StartsWith("ping"u8));
+
+                var step = await processor.StepAsync(new DarqStep().Consume(ping.Lsn), cancellationToken);
+                await orders.WaitForRecoverableAsync(step.DurableAt - 1, cancellationToken);
+            }
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            // The screenshot is taken.
         }
     }
 

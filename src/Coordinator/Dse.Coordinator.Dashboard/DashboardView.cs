@@ -5,7 +5,10 @@ namespace Dse.Coordinator.Dashboard;
 /// <summary>Writes a <see cref="ClusterInspection"/> as the JSON the page reads (the snapshot and each event's data).</summary>
 internal static class DashboardView
 {
-    /// <summary>Writes the view: the coordinator, its participants with their versions, and its decisions with their losses.</summary>
+    /// <summary>
+    /// Writes the view: the coordinator, its participants with their versions and latest heartbeat statistics, and its
+    /// decisions with their losses.
+    /// </summary>
     /// <param name="json">Where to write.</param>
     /// <param name="view">The coordinator's view.</param>
     /// <param name="operatorName">The authenticated operator, or <c>null</c> (read-only).</param>
@@ -55,6 +58,7 @@ internal static class DashboardView
             }
 
             json.WriteEndArray();
+            WriteStatistics(json, p.Statistics, p.StatisticsAge);
             json.WriteEndObject();
         }
 
@@ -90,5 +94,75 @@ internal static class DashboardView
 
         json.WriteEndArray();
         json.WriteEndObject();
+    }
+
+    /// <summary>
+    /// What the participant's latest heartbeat said about itself, or <c>null</c>: its age, in-memory version and
+    /// world-line, barrier-wait histogram (cumulative since it started) and registered queues.
+    /// </summary>
+    private static void WriteStatistics(Utf8JsonWriter json, ParticipantStatistics? statistics, TimeSpan? age)
+    {
+        if (statistics is null)
+        {
+            json.WriteNull("statistics");
+            return;
+        }
+
+        json.WriteStartObject("statistics");
+        json.WriteNumber("ageMs", (long)Math.Max(0, (age ?? TimeSpan.Zero).TotalMilliseconds));
+        json.WriteNumber("currentVersion", statistics.CurrentVersion);
+        json.WriteNumber("worldLine", statistics.WorldLine);
+
+        var waits = statistics.BarrierWaits;
+        json.WriteStartObject("barrierWaits");
+        json.WriteNumber("total", waits.Total);
+        json.WriteNumber("sumMs", waits.SumMilliseconds);
+        WriteQuantile(json, "p50Ms", waits.QuantileUpperBound(0.5));
+        WriteQuantile(json, "p99Ms", waits.QuantileUpperBound(0.99));
+        json.WriteStartArray("upperBoundsMs");
+        foreach (double bound in waits.UpperBoundsMilliseconds)
+        {
+            json.WriteNumberValue(bound);
+        }
+
+        json.WriteEndArray();
+        json.WriteStartArray("counts");
+        foreach (long count in waits.Counts)
+        {
+            json.WriteNumberValue(count);
+        }
+
+        json.WriteEndArray();
+        json.WriteEndObject();
+
+        json.WriteStartArray("queues");
+        foreach (var queue in statistics.Queues)
+        {
+            json.WriteStartObject();
+            json.WriteString("name", queue.Name);
+            json.WriteNumber("unconsumed", queue.Unconsumed);
+            json.WriteNumber("inSpilled", queue.InSpilled);
+            json.WriteNumber("outPending", queue.OutPending);
+            json.WriteEndObject();
+        }
+
+        json.WriteEndArray();
+        json.WriteEndObject();
+    }
+
+    /// <summary>
+    /// A quantile's bucket bound in milliseconds; <c>null</c> when nothing waited, or when it lies above the last bound
+    /// (JSON has no infinity: with a non-zero <c>total</c>, null means "more than the last bound").
+    /// </summary>
+    private static void WriteQuantile(Utf8JsonWriter json, string name, double? bound)
+    {
+        if (bound is { } value && double.IsFinite(value))
+        {
+            json.WriteNumber(name, value);
+        }
+        else
+        {
+            json.WriteNull(name);
+        }
     }
 }

@@ -9,6 +9,7 @@
   const TOKEN_KEY = "dse-dashboard-token";
 
   const history = [];          // { t, committed: Map(id -> version) }, oldest first
+  const barrierSeen = new Map(); // participant id -> { arrival, counts, latest }: its barrier waits as last seen
   let operator = null;         // the authenticated operator's name, or null (read-only)
   let last = null;             // the latest view
 
@@ -27,6 +28,34 @@
     if (ms < 1000) return ms + " ms";
     if (ms < 120000) return (ms / 1000).toFixed(1) + " s";
     return Math.round(ms / 60000) + " min";
+  }
+
+  function ms(value) {
+    return value >= 1000 ? value / 1000 + " s" : value + " ms";
+  }
+
+  // A quantile's bucket bound: "-" when nothing waited; null with waits means above the last bound.
+  function quantile(waits, value) {
+    if (waits.total === 0 || (value === null && waits.upperBoundsMs.length === 0)) return "-";
+    if (value === null) return "> " + ms(waits.upperBoundsMs[waits.upperBoundsMs.length - 1]);
+    return "\u2264 " + ms(value);
+  }
+
+  // The waits per bucket that arrived with the participant's heartbeats since the previous one the page saw (null
+  // until the page has seen two). A heartbeat is new when the statistics' arrival time moved; counts that went down
+  // mean the participant restarted, and then all its counts are new.
+  function latestWaits(view, p) {
+    const s = p.statistics;
+    if (!s) { barrierSeen.delete(p.id); return null; }
+    const arrival = view.time - s.ageMs;
+    const counts = s.barrierWaits.counts;
+    const seen = barrierSeen.get(p.id);
+    if (!seen) { barrierSeen.set(p.id, { arrival, counts, latest: null }); return null; }
+    if (Math.abs(arrival - seen.arrival) <= 50) return seen.latest;
+    let latest = counts.map((c, i) => c - (seen.counts[i] || 0));
+    if (seen.counts.length !== counts.length || latest.some((d) => d < 0)) latest = counts.slice();
+    barrierSeen.set(p.id, { arrival, counts, latest });
+    return latest;
   }
 
   function renderStatus(view) {
@@ -48,12 +77,16 @@
         el("td", { class: "id" }, p.id),
         el("td", { class: "state", title: p.removedBecause }, p.removed ? "removed" : "active"),
         el("td", { class: "world-line" }, p.worldLine),
+        el("td", { class: "own-world-line" }, p.statistics ? p.statistics.worldLine : "-"),
+        el("td", { class: "current" }, p.statistics ? p.statistics.currentVersion : "-"),
         el("td", { class: "persisted" }, p.persisted),
         el("td", { class: "committed" }, p.committed),
         el("td", { class: "uncommitted" }, p.uncommittedCount));
       const heard = el("td", { class: "heard" }, age(p.sinceHeardMs) + " ago");
       if (p.sinceHeardMs > 3000) heard.classList.add("stale");
-      row.append(heard);
+      const reported = el("td", { class: "statistics-age" }, p.statistics ? age(p.statistics.ageMs) + " ago" : "-");
+      if (p.statistics && p.statistics.ageMs > 3000) reported.classList.add("stale");
+      row.append(heard, reported);
       if (operator) {
         const cell = el("td", { class: "action" });
         if (!p.removed) {
@@ -64,6 +97,80 @@
         row.append(cell);
       }
       body.append(row);
+    }
+  }
+
+  // Bars per bucket, all on the scale of the fullest bucket: the whole bar counts every wait since the participant
+  // started, its dark part the latest ones.
+  function histogram(waits, latest) {
+    const W = 180, H = 44, base = 30;
+    const n = waits.counts.length, step = W / n;
+    const max = Math.max(1, ...waits.counts);
+    const svg = el("svg:svg", { class: "histogram", viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "barrier waits per bucket" });
+    svg.append(el("svg:line", { x1: 0, y1: base + 0.5, x2: W, y2: base + 0.5, stroke: "#d5dae3" }));
+    waits.counts.forEach((count, i) => {
+      const label = i < waits.upperBoundsMs.length ? "\u2264 " + ms(waits.upperBoundsMs[i]) : n > 1 ? "> " + ms(waits.upperBoundsMs[n - 2]) : "all";
+      const recent = latest ? Math.min(count, latest[i]) : 0;
+      const height = (c) => c === 0 ? 0 : Math.max(1, (base - 2) * c / max);
+      const bar = el("svg:g", { "data-bucket": i });
+      bar.append(el("svg:title", {}, label + ": " + count + (latest ? " (" + recent + " latest)" : "")));
+      bar.append(el("svg:rect", { x: i * step + 1, y: base - height(count), width: step - 2, height: height(count), fill: "#a5c0ef" }));
+      if (recent > 0) bar.append(el("svg:rect", { x: i * step + 1, y: base - height(recent), width: step - 2, height: height(recent), fill: "#2f6fdf" }));
+      svg.append(bar);
+    });
+    if (n > 1) {
+      svg.append(el("svg:text", { x: 0, y: H - 3 }, waits.upperBoundsMs[0]));
+      svg.append(el("svg:text", { x: W, y: H - 3, "text-anchor": "end" }, ">" + waits.upperBoundsMs[n - 2]));
+    }
+    return svg;
+  }
+
+  function renderBarrierWaits(view) {
+    const body = $("barrier-waits").tBodies[0];
+    body.replaceChildren();
+    for (const p of view.participants) {
+      const row = el("tr", { "data-participant": p.id });
+      if (p.removed) row.classList.add("removed");
+      const latest = latestWaits(view, p);
+      if (!p.statistics) {
+        row.append(el("td", { class: "id" }, p.id), el("td", { class: "count" }, "-"), el("td", { class: "latest" }, "-"),
+          el("td", { class: "p50" }, "-"), el("td", { class: "p99" }, "-"), el("td", { class: "chart" }, "-"));
+      } else {
+        const waits = p.statistics.barrierWaits;
+        const chart = el("td", { class: "chart" });
+        chart.append(histogram(waits, latest));
+        row.append(el("td", { class: "id" }, p.id), el("td", { class: "count" }, waits.total),
+          el("td", { class: "latest" }, latest ? latest.reduce((a, b) => a + b, 0) : "\u2026"),
+          el("td", { class: "p50" }, quantile(waits, waits.p50Ms)), el("td", { class: "p99" }, quantile(waits, waits.p99Ms)), chart);
+      }
+      body.append(row);
+    }
+  }
+
+  function renderQueues(view) {
+    const body = $("queues").tBodies[0];
+    body.replaceChildren();
+    for (const p of view.participants) {
+      const rows = [];
+      if (!p.statistics) {
+        rows.push(el("tr", { "data-participant": p.id }));
+        rows[0].append(el("td", { class: "id" }, p.id), el("td", { class: "queue" }, "-"), el("td", { class: "unconsumed" }, "-"),
+          el("td", { class: "in-spilled" }, "-"), el("td", { class: "out-pending" }, "-"));
+      } else if (p.statistics.queues.length === 0) {
+        rows.push(el("tr", { "data-participant": p.id }));
+        rows[0].append(el("td", { class: "id" }, p.id), el("td", { class: "queue note", colspan: 4 }, "no queue registered"));
+      } else {
+        for (const q of p.statistics.queues) {
+          const row = el("tr", { "data-participant": p.id, "data-queue": p.id + ":" + q.name });
+          row.append(el("td", { class: "id" }, p.id), el("td", { class: "queue" }, q.name), el("td", { class: "unconsumed" }, q.unconsumed),
+            el("td", { class: "in-spilled" }, q.inSpilled), el("td", { class: "out-pending" }, q.outPending));
+          rows.push(row);
+        }
+      }
+      for (const row of rows) {
+        if (p.removed) row.classList.add("removed");
+        body.append(row);
+      }
     }
   }
 
@@ -185,6 +292,8 @@
     renderBoundary(view);
     renderGraph(view);
     renderDecisions(view);
+    renderBarrierWaits(view);
+    renderQueues(view);
   }
 
   function authHeaders() {
