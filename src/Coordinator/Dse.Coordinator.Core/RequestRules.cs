@@ -21,26 +21,28 @@ internal static class RequestRules
     }
 
     /// <summary>
-    /// A copy of heartbeat statistics that keep their rules, so that an in-process caller reusing its lists cannot
-    /// change what an inspection shows later.
+    /// A copy of heartbeat statistics, checked after it was taken, so that an in-process caller changing its lists
+    /// meanwhile or later cannot have statistics stored that break their rules, nor change what an inspection shows.
     /// </summary>
     /// <exception cref="DseCoordinatorException"><see cref="CoordinatorErrorCode.InvalidRequest"/> naming the broken rule.</exception>
     public static ParticipantStatistics AcceptStatistics(long objectId, ParticipantStatistics statistics)
     {
         ArgumentNullException.ThrowIfNull(statistics);
-        if (ParticipantStatistics.Problem(statistics) is { } problem)
+        var waits = statistics.BarrierWaits;
+        var copy = statistics with
+        {
+            BarrierWaits = waits is null ? null! : waits with
+            {
+                UpperBoundsMilliseconds = waits.UpperBoundsMilliseconds is null ? null! : [.. waits.UpperBoundsMilliseconds],
+                Counts = waits.Counts is null ? null! : [.. waits.Counts],
+            },
+            Queues = statistics.Queues is null ? null! : [.. statistics.Queues],
+        };
+        if (ParticipantStatistics.Problem(copy) is { } problem)
         {
             throw new DseCoordinatorException(CoordinatorErrorCode.InvalidRequest, $"The heartbeat of participant {objectId} carries statistics that break their rules: {problem}");
         }
 
-        return statistics with
-        {
-            BarrierWaits = statistics.BarrierWaits with
-            {
-                UpperBoundsMilliseconds = [.. statistics.BarrierWaits.UpperBoundsMilliseconds],
-                Counts = [.. statistics.BarrierWaits.Counts],
-            },
-            Queues = [.. statistics.Queues],
-        };
+        return copy;
     }
 }
