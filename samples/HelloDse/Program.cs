@@ -15,6 +15,7 @@ var names = new List<string>();
 string? dataDirectory = null;
 Uri? coordinatorAddress = null;
 bool speculative = true;
+bool serve = false;
 for (int i = 0; i < args.Length; i++)
 {
     switch (args[i])
@@ -29,12 +30,15 @@ for (int i = 0; i < args.Length; i++)
         case "--no-speculation":
             speculative = false;
             break;
+        case "--serve":
+            serve = true;
+            break;
         case string name when !name.StartsWith('-'):
             names.Add(name);
             break;
         default:
             Console.Error.WriteLine($"Unknown or incomplete option '{args[i]}'.");
-            Console.Error.WriteLine("Usage: dotnet run --project samples/HelloDse -- [NAME ...] [--data-dir PATH] [--coordinator URL] [--no-speculation]");
+            Console.Error.WriteLine("Usage: dotnet run --project samples/HelloDse -- [NAME ...] [--data-dir PATH] [--coordinator URL] [--no-speculation] [--serve]");
             return 2;
     }
 }
@@ -106,6 +110,19 @@ using (var channel = GrpcChannel.ForAddress(ServiceHost.AddressOf(greeterHost)))
         long start = Stopwatch.GetTimestamp();
         var reply = await greeter.GreetAsync(new GreetRequest { Name = name });
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{reply.Message} ({Stopwatch.GetElapsedTime(start).TotalMilliseconds:F1} ms)"));
+    }
+}
+
+if (serve)
+{
+    // Both hosts keep serving, their metrics too, until Ctrl+C (or SIGTERM) stops them.
+    string greeterAddress = ServiceHost.AddressOf(greeterHost).ToString().TrimEnd('/');
+    string visitsAddress = ServiceHost.AddressOf(visitsHost).ToString().TrimEnd('/');
+    Console.WriteLine($"Serving until Ctrl+C: Greeter at {greeterAddress}, Visits at {visitsAddress}; metrics: curl --http2-prior-knowledge {greeterAddress}/metrics");
+    var stopping = new TaskCompletionSource();
+    using (greeterHost.Lifetime.ApplicationStopping.Register(() => stopping.TrySetResult()))
+    {
+        await stopping.Task;
     }
 }
 

@@ -14,7 +14,8 @@ namespace Dse.Samples.HelloDse;
 /// <summary>
 /// Builds the two services' ASP.NET hosts. Each host is one DSE participant: <c>AddDse</c> registers its StateObject
 /// (built on the log the caller owns), connects it to the coordinator at start, and at stop persists and commits what
-/// is outstanding and disposes it; <c>AddGrpcInterceptors</c> makes the host's gRPC services speculative.
+/// is outstanding and disposes it; <c>AddGrpcInterceptors</c> makes the host's gRPC services speculative;
+/// <c>AddTelemetry</c> and <c>MapDseMetrics</c> serve the process's metrics at <c>/metrics</c>.
 /// </summary>
 public static class ServiceHost
 {
@@ -33,11 +34,13 @@ public static class ServiceHost
                 options.Speculative = speculative;
             })
             .AddStateObject((_, options) => new VisitBook(options, log))
-            .AddGrpcInterceptors<VisitBook>();
+            .AddGrpcInterceptors<VisitBook>()
+            .AddTelemetry(builder.Configuration);
         useCoordinator(dse);
 
         var app = builder.Build();
         app.MapGrpcService<VisitsService>();
+        app.MapDseMetrics();
         return app;
     }
 
@@ -57,7 +60,8 @@ public static class ServiceHost
                 options.Speculative = speculative;
             })
             .AddStateObject((_, options) => new GreetingCount(options, log))
-            .AddGrpcInterceptors<GreetingCount>();
+            .AddGrpcInterceptors<GreetingCount>()
+            .AddTelemetry(builder.Configuration);
         useCoordinator(dse);
 
         // Calls from the Greeter's handlers carry its state: the client goes through the DseClientInterceptor that
@@ -67,6 +71,7 @@ public static class ServiceHost
 
         var app = builder.Build();
         app.MapGrpcService<GreeterService>();
+        app.MapDseMetrics();
         return app;
     }
 

@@ -42,6 +42,9 @@ internal static class ChildHost
         {
             await output.WriteLineAsync(ChildProcess.Announcement + address.ToString().TrimEnd('/'));
             await output.FlushAsync();
+
+            // Also where a user looks for it (the launcher keeps standard error in logs/): the port serves /metrics too.
+            await error.WriteLineAsync(ChildProcess.Announcement + address.ToString().TrimEnd('/'));
             var launcherGone = Task.Run(async () =>
             {
                 while (await input.ReadLineAsync() is not null)

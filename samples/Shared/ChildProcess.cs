@@ -153,7 +153,8 @@ internal sealed class ChildProcess : IAsyncDisposable
     {
         // Always drained: a child blocked on a full standard error pipe would stall.
         Directory.CreateDirectory(Path.GetDirectoryName(ErrorLog)!);
-        await using var file = new StreamWriter(ErrorLog, append: true);
+        // Flushed line by line: the file is where a user reads a running process's warnings and address.
+        await using var file = new StreamWriter(ErrorLog, append: true) { AutoFlush = true };
         while (await _process.StandardError.ReadLineAsync().ConfigureAwait(false) is { } line)
         {
             await file.WriteLineAsync(line).ConfigureAwait(false);

@@ -26,7 +26,7 @@ internal static class CoordinatorHost
                 // for silence meanwhile.
                 options.HeartbeatTimeout = TimeSpan.FromMinutes(2);
             });
-        var app = server.Builder.Build();
+        var app = server.Build();
         app.MapDseCoordinator();
         await app.StartAsync(cancellationToken);
         return (app, server.Address);

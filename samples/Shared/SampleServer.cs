@@ -16,7 +16,9 @@ namespace Dse.Samples.Shared;
 
 /// <summary>
 /// The ASP.NET host of one server process of a sample: Kestrel on 127.0.0.1 at <c>--port</c> (0: a free one), TLS when
-/// the launcher passed a certificate (<see cref="ClusterTls"/>), and warnings and errors logged to standard error.
+/// the launcher passed a certificate (<see cref="ClusterTls"/>), warnings and errors logged to standard error, and the
+/// project's metrics served at <c>/metrics</c> on the same port (<c>AddDseTelemetry</c>, off with
+/// <c>Dse__Telemetry__Enabled=false</c> in the launcher's environment, which every child inherits).
 /// </summary>
 internal sealed class SampleServer
 {
@@ -32,6 +34,7 @@ internal sealed class SampleServer
         int port = (int)args.GetInt64("port");
         Builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { Args = [], ContentRootPath = AppContext.BaseDirectory });
         ConfigureLogging(Builder.Logging, Builder.Services);
+        Builder.Services.AddDseTelemetry(Builder.Configuration);
         Builder.WebHost.ConfigureKestrel(kestrel =>
             kestrel.ListenDse(IPAddress.Loopback, port, Tls?.CertificatePath, Tls?.KeyPath, listen => _endpoint = listen));
     }
@@ -53,6 +56,14 @@ internal sealed class SampleServer
     {
         ArgumentNullException.ThrowIfNull(args);
         return new SampleServer(args);
+    }
+
+    /// <summary>Builds the host with <c>/metrics</c> mapped: map the services on it, then start it.</summary>
+    public WebApplication Build()
+    {
+        var app = Builder.Build();
+        app.MapDseMetrics();
+        return app;
     }
 
     /// <summary>Adds gRPC without message size limits (the samples' own processes are the only callers).</summary>

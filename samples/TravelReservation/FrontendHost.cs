@@ -41,7 +41,7 @@ internal static class FrontendHost
             .AddStateObject((_, options) => SampleServer.CreateLog(options, data))
             .AddDseWorkflows(registry => registry.Register<TripInput, string>(TripWorkflow.Type, trip.RunAsync));
 
-        var app = server.Builder.Build();
+        var app = server.Build();
         app.MapDseWorkflows();
         await app.StartAsync(cancellationToken);
         await app.Services.GetRequiredService<WorkflowEngine>().WhenReadyAsync(cancellationToken);

@@ -57,7 +57,7 @@ internal static class ReservationHost
             .AddGrpcInterceptors<SpeculativeKv>();
         server.Builder.Services.AddSingleton(sp => new ReservationStore(sp.GetRequiredService<SpeculativeKv>(), name));
 
-        var app = server.Builder.Build();
+        var app = server.Build();
         app.MapGrpcService<ReservationService>();
 
         // The store registers its procedures when built, before the host starts serving.

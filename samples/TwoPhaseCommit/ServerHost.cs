@@ -45,7 +45,7 @@ internal static class ServerHost
             builder.Services.AddSingleton<InFlightCommits>();
         }
 
-        var app = builder.Build();
+        var app = server.Build();
         if (mode == Participant)
         {
             app.MapGrpcService<ParticipantService>();

@@ -1,3 +1,4 @@
+using System.Net;
 using Dse.Samples.TwoPhaseCommit;
 using Xunit.Abstractions;
 
@@ -142,6 +143,56 @@ public class TwoPhaseCommitSampleTests(ITestOutputHelper output)
         {
             Directory.Delete(directory, recursive: true);
         }
+    }
+
+    [Fact]
+    public async Task Scrape_ClusterAfterTransactions_EveryServerServesItsMetricsAndLogsItsAddress()
+    {
+        string directory = Directory.CreateTempSubdirectory("dse-2pc-metrics-test-").FullName;
+        try
+        {
+            Uri committerAddress;
+            await using (var cluster = await LocalCluster.StartAsync(directory, speculative: true, TimeSpan.FromMilliseconds(10)))
+            {
+                committerAddress = cluster.CommitterAddress;
+                using (var load = new LoadGenerator(cluster))
+                {
+                    var outcome = await load.RunAsync(1, 5, 1, null, CancellationToken.None);
+                    Assert.Equal(5, outcome.Committed.Count);
+                }
+
+                // Each reply waited for a commit, applied before the next transaction's: the committer timed its lag.
+                string committer = await ScrapeAsync(cluster.CommitterAddress);
+                Assert.Matches(@"(?m)^dse_versions_persisted_total(\{[^}]*\})? [1-9]", committer);
+                Assert.Matches(@"(?m)^dse_commit_lag_milliseconds_count\{[^}]*dse_object=""1""[^}]*\} [1-9]", committer);
+                Assert.Matches(@"(?m)^dse_versions_persisted_total(\{[^}]*\})? [1-9]", await ScrapeAsync(cluster.ParticipantAddresses[0]));
+                Assert.Matches(@"(?m)^dse_coordinator_reports_total(\{[^}]*\})? [1-9]", await ScrapeAsync(cluster.CoordinatorAddress));
+            }
+
+            // Where the README sends a user for the port: the process's standard error file, complete once it ended.
+            string log = Assert.Single(Directory.GetFiles(Path.Combine(directory, "logs"), "committer.*.stderr"));
+            Assert.Contains($"listening on {committerAddress.ToString().TrimEnd('/')}", File.ReadAllText(log), StringComparison.Ordinal);
+        }
+        finally
+        {
+            Directory.Delete(directory, recursive: true);
+        }
+    }
+
+    /// <summary>GET /metrics over HTTP/2 with prior knowledge: a plaintext gRPC port speaks nothing else.</summary>
+    private async Task<string> ScrapeAsync(Uri server)
+    {
+        using var http = new HttpClient();
+        using var request = new HttpRequestMessage(HttpMethod.Get, new Uri(server, "/metrics"))
+        {
+            Version = HttpVersion.Version20,
+            VersionPolicy = HttpVersionPolicy.RequestVersionExact,
+        };
+        using var response = await http.SendAsync(request);
+        string text = await response.Content.ReadAsStringAsync();
+        output.WriteLine($"GET {request.RequestUri}: {(int)response.StatusCode}, {text.Length} characters");
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        return text;
     }
 
     private static int IndexOf(IReadOnlyList<string> lines, string prefix)

@@ -38,7 +38,7 @@ public sealed class DseOptions
     /// </summary>
     public long MaxVersionLead { get; set; } = 1_000_000;
 
-    /// <summary>Time source for the group-commit period. Default <see cref="TimeProvider.System"/>.</summary>
+    /// <summary>Time source for the group-commit period, heartbeats and the <c>dse.commit.lag</c> timings. Default <see cref="TimeProvider.System"/>.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
     /// <summary>Logger factory for the runtime. Default: no logging.</summary>

@@ -44,6 +44,9 @@ public static class DseTelemetry
 
     internal static Histogram<double> BarrierWait { get; } = Meter.CreateHistogram<double>("dse.barrier.wait.duration", "ms", "Time a barrier (Sthread.BarrierAsync, StateObject.WaitForCommitAsync) waited for what it observed to become recoverable.");
 
+    internal static Histogram<double> CommitLag { get; } = Meter.CreateHistogram<double>("dse.commit.lag", "ms",
+        "Boundary lag per committed version (tag dse.object): from handing the version to Persist until the StateObject applied a committed view that covers it.");
+
     internal static ObservableGauge<long> VersionsUncommitted { get; } = Meter.CreateObservableGauge<long>("dse.versions.uncommitted", ObserveUncommitted, "{version}",
         "Commit lag of each connected StateObject (tag dse.object): its current version minus its highest version inside the recoverable boundary.");
 

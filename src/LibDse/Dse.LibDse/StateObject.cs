@@ -29,6 +29,7 @@ public abstract class StateObject : IAsyncDisposable
     private readonly SemaphoreSlim _writer = new(1, 1);
 
     private readonly VersionBook _book = new();
+    private readonly CommitLagTracker _commitLag;
     private readonly CoordinatorSession _session;
 
     // The cluster state as last heard from the coordinator; replaced only by a newer one (PublishView).
@@ -61,6 +62,7 @@ public abstract class StateObject : IAsyncDisposable
         _options = options;
         _logger = options.LoggerFactory?.CreateLogger(GetType()) ?? NullLogger.Instance;
         _session = new CoordinatorSession(this, _book, _logger);
+        _commitLag = new CommitLagTracker(options.ObjectId, options.TimeProvider);
     }
 
     /// <summary>The predetermined id.</summary>
@@ -641,6 +643,7 @@ public abstract class StateObject : IAsyncDisposable
         Volatile.Write(ref _dirty, 0);
         _lastAdvanceTimestamp = _options.TimeProvider.GetTimestamp();
         DseTelemetry.VersionsPersisted.Add(1);
+        _commitLag.OnPersisting(version, _lastAdvanceTimestamp);
         try
         {
             Persist(version, VersionMetadata.Encode(record.WorldLine, record.Dependencies), new PersistCompletion(this, record));
@@ -719,6 +722,7 @@ public abstract class StateObject : IAsyncDisposable
                         lost = _version - cut;
                         await RestoreAsync(cut, CancellationToken.None).ConfigureAwait(false);
                         _book.DiscardAbove(cut);
+                        _commitLag.DiscardAbove(cut);
                         _persistedThrough = Math.Min(_persistedThrough, cut);
 
                         // The current number was used by lost actions' headers: start a fresh one.
@@ -789,9 +793,14 @@ public abstract class StateObject : IAsyncDisposable
     private bool CanKeep(RollbackDecision decision, long cut) =>
         _book.AboveCutSurvives(decision, cut) && Array.TrueForAll(_deps.ToArray(), decision.Survives);
 
-    /// <summary>Prunes storage below <paramref name="committed"/>, which the boundary passed in this object's world-line.</summary>
+    /// <summary>
+    /// Prunes storage below <paramref name="committed"/>, which the boundary passed in this object's world-line, and
+    /// records the commit lag of the versions it reached.
+    /// </summary>
     internal async ValueTask PruneToAsync(long committed, CancellationToken cancellationToken)
     {
+        // Read before waiting for the writer: the lag ends when the boundary was learned, not when an advance let go.
+        long? learned = _commitLag.LearnedTimestamp();
         await _writer.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
@@ -801,6 +810,7 @@ public abstract class StateObject : IAsyncDisposable
             }
 
             _book.DiscardThrough(committed);
+            _commitLag.OnCommitted(committed, learned);
 
             // The committed version itself stays: it is the point any future rollback restores at the earliest.
             if (committed > 1)

@@ -28,15 +28,18 @@ public static class ServiceHost
         builder.WebHost.ConfigureKestrel(kestrel => kestrel.ListenDse(address, port, certificate, key));
 
         // AddDse binds the section "Dse" (ObjectId, Coordinator, GroupCommitPeriod, ...); the interceptors make every
-        // gRPC service of this host speculative on behalf of the CounterBook.
+        // gRPC service of this host speculative on behalf of the CounterBook; AddTelemetry reads "Dse:Telemetry" and
+        // MapDseMetrics serves the metrics for a Prometheus scrape at /metrics.
         builder.Services.AddGrpc();
         builder.Services
             .AddDse()
             .AddStateObject((_, options) => new CounterBook(options, log))
-            .AddGrpcInterceptors<CounterBook>();
+            .AddGrpcInterceptors<CounterBook>()
+            .AddTelemetry(configuration);
 
         var app = builder.Build();
         app.MapGrpcService<CountersService>();
+        app.MapDseMetrics();
         return app;
     }
 
