@@ -83,8 +83,18 @@ internal static class Program
         return await RunScenarioAsync(scenario, quick, resultsDir).ConfigureAwait(false);
     }
 
+    /// <summary>The configuration key, as an environment variable, that turns the project's telemetry on or off.</summary>
+    private const string TelemetryVariable = "Dse__Telemetry__Enabled";
+
     private static async Task<int> RunScenarioAsync(IScenario scenario, bool quick, string? resultsDir)
     {
+        // The processes a scenario starts (2pc, travel) inherit this environment: they measure the protocol without an
+        // OpenTelemetry listener unless the caller set the variable (docs/benchmarks.md, "Running the harness").
+        if (Environment.GetEnvironmentVariable(TelemetryVariable) is null)
+        {
+            Environment.SetEnvironmentVariable(TelemetryVariable, "false");
+        }
+
 #if DEBUG
         Console.Error.WriteLine("warning: this is a Debug build; run with -c Release for meaningful numbers.");
 #endif
