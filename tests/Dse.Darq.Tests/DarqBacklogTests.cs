@@ -110,6 +110,72 @@ public sealed class DarqBacklogTests
     }
 
     [Fact]
+    public async Task Feed_NoGroupCommitProcessorReadsItsLastMessageAfterThePass_GetsTheNextSpilledOne()
+    {
+        // DarqTestStorage turns the background commit off, so no commit wakes the feed loop once the test stops acting. With
+        // a budget of 0 every message spills and the loop hands them over one at a time. The processor reads its message
+        // only after the loop's pass found it unread; it keeps every message unconsumed, waiting for the next one: the read
+        // itself must wake the loop, or the processor waits for ever.
+        using var guard = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        var storage = new DarqTestStorage();
+        await using var darq = await storage.OpenAsync(o => o.MaxBufferedInBytes = 0);
+        var lsns = await EnqueueAsync(darq, 0, 3);
+        await darq.CommitAsync();
+        Assert.Equal(3, darq.SpilledInCount);
+
+        // The loop stops after the passes of each wake-up until the test lets it go on.
+        var feed = darq.InFeedForTest;
+        var betweenPasses = Channel.CreateUnbounded<bool>();
+        using var resume = new SemaphoreSlim(0);
+        feed.AfterPassesForTest = async () =>
+        {
+            betweenPasses.Writer.TryWrite(true);
+            await resume.WaitAsync(guard.Token);
+        };
+        var processor = await darq.RegisterProcessorAsync(guard.Token);
+
+        // Registration's wake-ups (its own and its commit's) were all sent; the loop runs passes until none is pending.
+        await betweenPasses.Reader.ReadAsync(guard.Token);
+        while (feed.WakeUpPendingForTest)
+        {
+            resume.Release();
+            await betweenPasses.Reader.ReadAsync(guard.Token);
+        }
+
+        // The last pass handed over the first message and found it unread: the processor had something to work on.
+        Assert.Equal(1, processor.Unread);
+        Assert.Equal(2, darq.SpilledInCount);
+        Assert.Equal(lsns[0], (await processor.Messages.ReadAsync(guard.Token)).Lsn);
+        feed.AfterPassesForTest = null;
+        resume.Release();
+
+        var held = new List<DarqMessage>();
+        for (int i = 1; i < lsns.Count; i++)
+        {
+            try
+            {
+                held.Add(await processor.Messages.ReadAsync(guard.Token));
+            }
+            catch (OperationCanceledException) when (guard.IsCancellationRequested)
+            {
+                Assert.Fail($"message {i} never reached the processor that read everything it was handed ({darq.SpilledInCount} spilled)");
+            }
+
+            Assert.Equal(lsns[i], held[^1].Lsn);
+            Assert.True(Payload(i).Span.SequenceEqual(held[^1].Payload.Span), $"message {i}: payload differs");
+        }
+
+        Assert.Equal(0, darq.SpilledInCount);
+        await processor.ConsumeAsync(lsns[0], guard.Token);
+        foreach (var message in held)
+        {
+            await processor.ConsumeAsync(message.Lsn, guard.Token);
+        }
+
+        Assert.Equal(0, darq.UnconsumedCount);
+    }
+
+    [Fact]
     public async Task OpenAsync_BacklogBeyondBudget_RecoversWithBoundedMemoryAndReplaysAll()
     {
         var storage = new DarqTestStorage();

@@ -684,6 +684,9 @@ public sealed class Darq : IAsyncDisposable
     /// <summary>What a delivery pass would collect now, as (LSN, destination) in collection order; for tests.</summary>
     internal ValueTask<List<(long Lsn, string Destination)>> CollectDeliverableForTestAsync() => _delivery.CollectForTestAsync();
 
+    /// <summary>The feed of the spilled IN backlog; for tests.</summary>
+    internal DarqInFeed InFeedForTest => _parts.Feed;
+
     /// <summary>The LSN of the earliest OUT message to <paramref name="destination"/> still pending, or -1; for tests, on a quiet DARQ.</summary>
     internal long EarliestPendingOut(string destination) => _parts.Outbox.Earliest(destination);
 

@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Threading.Channels;
 
 namespace Dse.Darq;
@@ -10,6 +11,9 @@ namespace Dse.Darq;
 public sealed class DarqProcessor
 {
     private readonly Darq _darq;
+
+    /// <summary>The feed of the DARQ's spilled IN backlog, which a read of the last handed message wakes (see <see cref="_read"/>).</summary>
+    private readonly DarqInFeed _feed;
 
     /// <summary>
     /// The stream: single-reader, whose reads take no interlocked operation (a processor steps one message after another,
@@ -28,7 +32,12 @@ public sealed class DarqProcessor
     /// </summary>
     private long _handedOver;
 
-    /// <summary>Messages read from the stream (by its one reader).</summary>
+    /// <summary>
+    /// Messages read from the stream (by its one reader). Invariant: a read that leaves it equal to <see cref="_handedOver"/>
+    /// (the processor read everything it was handed) wakes the feed, so while IN messages are spilled a feed pass that
+    /// found a message unread is always followed by one that sees it read. Without that, a processor that holds what it read unconsumed would wait for ever
+    /// for spilled messages when nothing else wakes the feed (no group commit, no consumption).
+    /// </summary>
     private long _read;
 
     /// <summary>Speculation off: messages not yet committed, in delivery order, held back until a commit covers them.</summary>
@@ -47,9 +56,10 @@ public sealed class DarqProcessor
 
     private Exception? _lastAutoCheckpointError;
 
-    internal DarqProcessor(Darq darq, long incarnation, int replayCount, bool holdUncommitted = false, long replayEnd = long.MaxValue)
+    internal DarqProcessor(Darq darq, DarqInFeed feed, long incarnation, int replayCount, bool holdUncommitted = false, long replayEnd = long.MaxValue)
     {
         _darq = darq;
+        _feed = feed;
         _reader = new CountingReader(this, _messages.Reader);
         _held = holdUncommitted ? new Queue<DarqMessage>() : null;
         Incarnation = incarnation;
@@ -285,8 +295,22 @@ public sealed class DarqProcessor
             return message;
         }
 
-        // One reader: no other thread writes this count.
-        private void NoteRead() => Volatile.Write(ref owner._read, owner._read + 1);
+        /// <summary>Counts a read; the read of the last handed message wakes the feed (the invariant at <see cref="_read"/>).</summary>
+        private void NoteRead()
+        {
+            // One reader: no other thread writes this count. Handed-over counts are written before the message, so the
+            // one read here is at least the read count: equal means nothing more waits in the stream.
+            long read = owner._read + 1;
+            Volatile.Write(ref owner._read, read);
+            long handedOver = Volatile.Read(ref owner._handedOver);
+            Debug.Assert(read <= handedOver, "a message is read only after it was counted as handed over");
+            if (read == handedOver)
+            {
+                // No allocation: returns at once when nothing is spilled, else one TryWrite on the feed's single-slot
+                // channel (dropped when a wake-up is pending already, whose pass runs after this read).
+                owner._feed.Signal();
+            }
+        }
     }
 
     /// <summary>The last automatic checkpoint that compacted something (its snapshot's LSNs); null before the first.</summary>

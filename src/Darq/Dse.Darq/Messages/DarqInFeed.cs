@@ -22,7 +22,10 @@ internal sealed class DarqInFeed
     /// <summary>Whether commits happen without anyone asking (a group commit, or general speculation's versions).</summary>
     private readonly bool _commitsOnItsOwn;
 
-    /// <summary>Wakes the loop: a spill while a processor is registered, a registration, a commit, a consumed message.</summary>
+    /// <summary>
+    /// Wakes the loop: a spill while a processor is registered, a registration, a commit, a consumed message, a read that
+    /// leaves the processor nothing unread.
+    /// </summary>
     private readonly Channel<bool> _signal = Channel.CreateBounded<bool>(
         new BoundedChannelOptions(1) { FullMode = BoundedChannelFullMode.DropWrite, SingleReader = true });
 
@@ -41,6 +44,15 @@ internal sealed class DarqInFeed
 
     /// <summary>The loop, once started; ends when the DARQ closes.</summary>
     public Task Loop => _loop;
+
+    /// <summary>
+    /// For tests: awaited after the passes of each wake-up, before the loop waits for the next one (null otherwise), so that a
+    /// test can act while the loop is known to be between passes.
+    /// </summary>
+    internal Func<ValueTask>? AfterPassesForTest { get; set; }
+
+    /// <summary>For tests: whether a wake-up is pending, so that the loop runs another pass before it waits.</summary>
+    internal bool WakeUpPendingForTest => _signal.Reader.Count > 0;
 
     public void Start() => _loop = RunAsync();
 
@@ -98,6 +110,11 @@ internal sealed class DarqInFeed
                     await Task.Delay(errorDelay, _core.Options.TimeProvider, token).ConfigureAwait(false);
                     _signal.Writer.TryWrite(true);
                 }
+
+                if (AfterPassesForTest is { } afterPasses)
+                {
+                    await afterPasses().ConfigureAwait(false);
+                }
             }
         }
         catch (OperationCanceledException) when (token.IsCancellationRequested)
@@ -140,9 +157,10 @@ internal sealed class DarqInFeed
             processor = registered;
 
             // The processor read everything it was handed but holds it unconsumed (waiting for a later message, say): it
-            // gets more even beyond the low-water mark, or it would wait for ever. Checked on every wake-up, which each
-            // commit is. Messages held for their commit (speculation off) are not read yet: the commit that releases them
-            // wakes this loop after releasing them.
+            // gets more even beyond the low-water mark, or it would wait for ever. Checked on every wake-up: each commit is
+            // one, and so is the read that takes the last message handed over, so a pass that finds a message unread is
+            // followed by one after its read. Messages held for their commit (speculation off) are not read yet: the commit
+            // that releases them wakes this loop after releasing them.
             bool drained = processor.ReadEverything;
             if (!_inbox.IsFeedLow && !drained)
             {

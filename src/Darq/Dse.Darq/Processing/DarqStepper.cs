@@ -68,7 +68,7 @@ internal sealed class DarqStepper
                 selfCount += message.Kind != DarqMessageKind.In ? 1 : 0;
             }
 
-            processor = new DarqProcessor(darq, incarnation, messages.Count, _holdUncommitted, replayEnd: _core.Log.TailAddress);
+            processor = new DarqProcessor(darq, _feed, incarnation, messages.Count, _holdUncommitted, replayEnd: _core.Log.TailAddress);
 
             // SELF messages (activities are SELF messages too) first, then IN messages, each in LSN order. Spilled IN
             // messages (all after the buffered ones) follow from the feed.
