@@ -147,7 +147,7 @@ public sealed class DashboardBrowserTests : IAsyncLifetime
         // A participant's token does not make an operator.
         await page.FillAsync("#token", server.ParticipantToken!);
         await page.ClickAsync("#sign-in");
-        await Expect(page.Locator("#operator-status")).ToContainTextAsync("read-only", new() { Timeout = 15_000 });
+        await Expect(page.Locator("#operator-status")).ToHaveTextAsync("not an operator's token: read-only", Patient);
         await Expect(page.Locator("button.remove")).ToHaveCountAsync(0);
 
         await page.FillAsync("#token", server.OperatorToken!);

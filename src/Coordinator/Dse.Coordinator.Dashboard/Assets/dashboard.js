@@ -307,12 +307,18 @@
     status.className = cls || "";
   }
 
+  // Sign-ins may overlap (a second token entered before the first answer came back): only the latest one's answer
+  // counts, so that an earlier, slower answer cannot undo a later sign-in.
+  let signInSequence = 0;
+
   async function signIn() {
+    const sequence = ++signInSequence;
     const headers = authHeaders();
     if (!headers.Authorization) { operator = null; setOperatorStatus("read-only"); return; }
     try {
       const response = await fetch("api/snapshot", { headers, cache: "no-store" });
       const view = await response.json();
+      if (sequence !== signInSequence) return;
       operator = view.operator;
       if (operator) {
         setOperatorStatus("operator " + operator, "operator");
@@ -322,7 +328,7 @@
       $("sign-out").hidden = false;
       render(view);
     } catch (e) {
-      setOperatorStatus("sign-in failed: " + e.message, "error");
+      if (sequence === signInSequence) setOperatorStatus("sign-in failed: " + e.message, "error");
     }
   }
 
@@ -358,6 +364,7 @@
       signIn();
     });
     $("sign-out").addEventListener("click", () => {
+      signInSequence++;
       sessionStorage.removeItem(TOKEN_KEY);
       operator = null;
       $("sign-out").hidden = true;
