@@ -35,8 +35,9 @@ public sealed class DarqProcessor
     /// <summary>
     /// Messages read from the stream (by its one reader). Invariant: a read that leaves it equal to <see cref="_handedOver"/>
     /// (the processor read everything it was handed) wakes the feed, so while IN messages are spilled a feed pass that
-    /// found a message unread is always followed by one that sees it read. Without that, a processor that holds what it read unconsumed would wait for ever
-    /// for spilled messages when nothing else wakes the feed (no group commit, no consumption).
+    /// found a message unread is always followed by one that sees it read. Without that, a processor that holds what it
+    /// read unconsumed would wait for ever for spilled messages when nothing else wakes the feed (no group commit, no
+    /// consumption).
     /// </summary>
     private long _read;
 
