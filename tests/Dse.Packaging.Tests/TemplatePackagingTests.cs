@@ -17,8 +17,6 @@ public sealed class TemplatePackagingTests(ITestOutputHelper output)
     private static readonly string[] s_servicePackages =
         ["Dse.Storage", "Dse.LibDse", "Dse.Grpc", "Dse.Coordinator.Core", "Dse.Coordinator.Client", "Dse.Hosting"];
 
-    private static readonly TimeSpan s_commandTimeout = TimeSpan.FromMinutes(10);
-
     [Fact]
     public async Task DseServiceTemplate_CreatedFromPackedPackages_BuildsAndPassesItsTests()
     {
@@ -32,7 +30,7 @@ public sealed class TemplatePackagingTests(ITestOutputHelper output)
             string packages = Path.Combine(work, "packages");
             // A version of this run's own: a package of that version can only have come from this run's feed.
             string suffix = $"packaging.t{DateTime.UtcNow:yyyyMMddHHmmss}";
-            string version = $"{VersionPrefix(root)}-{suffix}";
+            string version = $"{PackagingCommands.VersionPrefix(root)}-{suffix}";
 
             // 1. Pack the service's packages and the template into the feed; bin and obj go to the work folder, so the
             //    repository's own build output is neither used nor touched.
@@ -46,7 +44,7 @@ public sealed class TemplatePackagingTests(ITestOutputHelper output)
             {
                 Assert.True(File.Exists(Path.Combine(feed, $"{id}.{version}.nupkg")), $"{id}.{version}.nupkg is not in the feed");
                 Assert.True(File.Exists(Path.Combine(feed, $"{id}.{version}.snupkg")), $"{id}.{version}.snupkg (symbols) is not in the feed");
-                Assert.Contains("<license type=\"expression\">MIT</license>", Nuspec(Path.Combine(feed, $"{id}.{version}.nupkg")), StringComparison.Ordinal);
+                Assert.Contains("<license type=\"expression\">MIT</license>", PackagingCommands.Nuspec(Path.Combine(feed, $"{id}.{version}.nupkg")), StringComparison.Ordinal);
             }
 
             // 2. Install the template into a hive of this test's own (the user's templates stay as they are) and create a service.
@@ -79,18 +77,6 @@ public sealed class TemplatePackagingTests(ITestOutputHelper output)
             Directory.Delete(work, recursive: true);
         }
     }
-
-    /// <summary>The text of a package's nuspec.</summary>
-    private static string Nuspec(string package)
-    {
-        using var archive = System.IO.Compression.ZipFile.OpenRead(package);
-        using var reader = new StreamReader(archive.Entries.Single(e => e.FullName.EndsWith(".nuspec", StringComparison.Ordinal)).Open());
-        return reader.ReadToEnd();
-    }
-
-    /// <summary>The version prefix every package shares, from the repository's Directory.Build.props.</summary>
-    private static string VersionPrefix(string root) =>
-        XDocument.Load(Path.Combine(root, "Directory.Build.props")).Descendants("VersionPrefix").Single().Value;
 
     private static string ProjectOf(string id) => id switch
     {
@@ -162,12 +148,6 @@ public sealed class TemplatePackagingTests(ITestOutputHelper output)
 
     private Task<ProgramRun> RunAsync(string workingDirectory, params string[] arguments) => RunAsync(workingDirectory, arguments, null);
 
-    /// <summary>Runs the dotnet CLI, logs how long it took, and fails the test with everything it printed unless it succeeded.</summary>
-    private async Task<ProgramRun> RunAsync(string workingDirectory, string[] arguments, IReadOnlyDictionary<string, string>? environment)
-    {
-        var run = await DotnetCommand.RunAsync(workingDirectory, arguments, s_commandTimeout, environment);
-        output.WriteLine($"dotnet {string.Join(' ', arguments)}: {run.Elapsed.TotalSeconds:F1} s, exit code {run.ExitCode}");
-        Assert.True(run.ExitCode == 0 && !run.TimedOut, $"dotnet {string.Join(' ', arguments)} failed: {run.Describe()}");
-        return run;
-    }
+    private Task<ProgramRun> RunAsync(string workingDirectory, string[] arguments, IReadOnlyDictionary<string, string>? environment) =>
+        PackagingCommands.RunAsync(output, workingDirectory, arguments, environment);
 }

@@ -1,4 +1,3 @@
-using System.IO.Compression;
 using System.Text.Json;
 using System.Xml.Linq;
 using Dse.Testing;
@@ -14,7 +13,6 @@ namespace Dse.Packaging.Tests;
 [Trait("Category", "Packaging")]
 public sealed class ToolPackagingTests(ITestOutputHelper output)
 {
-    private static readonly TimeSpan s_commandTimeout = TimeSpan.FromMinutes(10);
     private static readonly TimeSpan s_startTimeout = TimeSpan.FromSeconds(60);
 
     [Fact]
@@ -27,7 +25,7 @@ public sealed class ToolPackagingTests(ITestOutputHelper output)
             string feed = Path.Combine(work, "feed");
             string tools = Path.Combine(work, "tools");
             string suffix = $"tools.t{DateTime.UtcNow:yyyyMMddHHmmss}";
-            string version = $"{XDocument.Load(Path.Combine(root, "Directory.Build.props")).Descendants("VersionPrefix").Single().Value}-{suffix}";
+            string version = $"{PackagingCommands.VersionPrefix(root)}-{suffix}";
 
             foreach (string project in new[] { "src/Tools/Dse.Cli/Dse.Cli.csproj", "src/Coordinator/Dse.Coordinator.Host/Dse.Coordinator.Host.csproj" })
             {
@@ -51,7 +49,7 @@ public sealed class ToolPackagingTests(ITestOutputHelper output)
 
             string coordinatorTool = Path.Combine(tools, "dse-coordinator");
             string dseTool = Path.Combine(tools, "dse");
-            var help = await BuiltProgram.RunExecutableAsync(coordinatorTool, ["--help"], s_commandTimeout);
+            var help = await BuiltProgram.RunExecutableAsync(coordinatorTool, ["--help"], PackagingCommands.CommandTimeout);
             Assert.True(help.ExitCode == 0, help.Describe());
             Assert.StartsWith("Usage: dse-coordinator --port N --log LOG", help.StandardOutput, StringComparison.Ordinal);
 
@@ -59,7 +57,7 @@ public sealed class ToolPackagingTests(ITestOutputHelper output)
             string listening = await coordinator.WaitForLineAsync("DSE coordinator listening on ", s_startTimeout);
             string address = listening["DSE coordinator listening on ".Length..].Trim();
 
-            var status = await BuiltProgram.RunExecutableAsync(dseTool, ["status", "--coordinator", address, "--json"], s_commandTimeout);
+            var status = await BuiltProgram.RunExecutableAsync(dseTool, ["status", "--coordinator", address, "--json"], PackagingCommands.CommandTimeout);
             Assert.True(status.ExitCode == 0, status.Describe());
             using var json = JsonDocument.Parse(status.StandardOutput);
             Assert.Equal(1, json.RootElement.GetProperty("incarnation").GetInt64());
@@ -74,19 +72,10 @@ public sealed class ToolPackagingTests(ITestOutputHelper output)
     /// <summary>The SPDX expression a package's nuspec declares, or <c>null</c>.</summary>
     private static string? LicenseExpression(string package)
     {
-        using var archive = ZipFile.OpenRead(package);
-        var nuspec = archive.Entries.Single(e => e.FullName.EndsWith(".nuspec", StringComparison.Ordinal) && !e.FullName.Contains('/', StringComparison.Ordinal));
-        using var stream = nuspec.Open();
-        var license = XDocument.Load(stream).Descendants().SingleOrDefault(e => e.Name.LocalName == "license");
+        var license = XDocument.Parse(PackagingCommands.Nuspec(package)).Descendants().SingleOrDefault(e => e.Name.LocalName == "license");
         Assert.True(license is null || (string?)license.Attribute("type") == "expression", $"{Path.GetFileName(package)} declares a license that is not an expression");
         return license?.Value;
     }
 
-    private async Task<ProgramRun> RunAsync(string workingDirectory, params string[] arguments)
-    {
-        var run = await DotnetCommand.RunAsync(workingDirectory, arguments, s_commandTimeout);
-        output.WriteLine($"dotnet {string.Join(' ', arguments)}: {run.Elapsed.TotalSeconds:F1} s, exit code {run.ExitCode}");
-        Assert.True(run.ExitCode == 0 && !run.TimedOut, $"dotnet {string.Join(' ', arguments)} failed: {run.Describe()}");
-        return run;
-    }
+    private Task<ProgramRun> RunAsync(string workingDirectory, params string[] arguments) => PackagingCommands.RunAsync(output, workingDirectory, arguments);
 }
