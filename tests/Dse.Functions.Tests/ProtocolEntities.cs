@@ -136,7 +136,9 @@ public sealed class Probe : Entity<string, Stamp?>, IProbe
 #pragma warning disable DSEF004, DSEF005 // the test shows what happens when the rules are broken
     public async Task<int> TouchAfterTaskRun()
     {
-        await Task.Run(() => { }).ConfigureAwait(false);
+        // Always continues on the thread pool: an awaited Task.Run that had finished already would continue inline, on
+        // the partition's own thread, and break no rule.
+        await Task.Run(() => { }).ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
         State = null;
         return 1;
     }
