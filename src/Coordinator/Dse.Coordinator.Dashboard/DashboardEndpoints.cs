@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Globalization;
 using System.Reflection;
 using System.Text.Json;
+using Dse.Coordinator.Client;
 using Dse.Grpc;
 using Grpc.Core;
 using Microsoft.AspNetCore.Http;
@@ -46,7 +47,7 @@ internal sealed class DashboardEndpoints(DseDashboardOptions options)
         string? operatorName = resolved.Credentials is { } credentials && Authenticate(context, credentials, out _) is { IsOperator: true } caller
             ? caller.OperatorName
             : null;
-        var body = Render(resolved, operatorName, "", "");
+        var body = await RenderAsync(resolved, operatorName, "", "", context.RequestAborted).ConfigureAwait(false);
         NoStore(context);
         context.Response.ContentType = "application/json; charset=utf-8";
         await context.Response.Body.WriteAsync(body, context.RequestAborted).ConfigureAwait(false);
@@ -74,7 +75,7 @@ internal sealed class DashboardEndpoints(DseDashboardOptions options)
             await context.Response.Body.WriteAsync("retry: 1000\n\n"u8.ToArray(), cancellationToken).ConfigureAwait(false);
             do
             {
-                var body = Render(resolved, null, "data: ", "\n\n");
+                var body = await RenderAsync(resolved, null, "data: ", "\n\n", cancellationToken).ConfigureAwait(false);
                 await context.Response.Body.WriteAsync(body, cancellationToken).ConfigureAwait(false);
                 await context.Response.Body.FlushAsync(cancellationToken).ConfigureAwait(false);
             }
@@ -98,6 +99,14 @@ internal sealed class DashboardEndpoints(DseDashboardOptions options)
         var logger = context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger("Dse.Coordinator.Dashboard") ?? NullLogger.Instance;
         string peer = context.Connection.RemoteIpAddress?.ToString() ?? "unknown";
         NoStore(context);
+
+        if (resolved.Local is null)
+        {
+            const string remoteReadOnly = "the dashboard is read-only: it shows a coordinator of another process (DseDashboardOptions.RemoteCoordinator); remove participants with dse remove or on the coordinator host's own dashboard";
+            DashboardLogMessages.RemoveRefused(logger, id, peer, "remote coordinator");
+            await ProblemAsync(context, StatusCodes.Status403Forbidden, remoteReadOnly).ConfigureAwait(false);
+            return;
+        }
 
         if (resolved.Credentials is not { } credentials)
         {
@@ -134,7 +143,7 @@ internal sealed class DashboardEndpoints(DseDashboardOptions options)
         bool removed;
         try
         {
-            removed = await resolved.Coordinator.RemoveParticipantAsync(id, context.RequestAborted).ConfigureAwait(false);
+            removed = await resolved.Local.RemoveParticipantAsync(id, context.RequestAborted).ConfigureAwait(false);
         }
         catch (DseCoordinatorException ex)
         {
@@ -149,18 +158,39 @@ internal sealed class DashboardEndpoints(DseDashboardOptions options)
         await context.Response.WriteAsync(removed ? """{"removed":true}""" : """{"removed":false}""", context.RequestAborted).ConfigureAwait(false);
     }
 
-    private byte[] Render(Resolved resolved, string? operatorName, string prefix, string suffix)
+    private async Task<byte[]> RenderAsync(Resolved resolved, string? operatorName, string prefix, string suffix, CancellationToken cancellationToken)
     {
-        var view = resolved.Coordinator.Inspect(options.MaxVersionsPerParticipant);
+        var view = await InspectAsync(resolved, cancellationToken).ConfigureAwait(false);
         var buffer = new ArrayBufferWriter<byte>(4096);
         buffer.Write(System.Text.Encoding.UTF8.GetBytes(prefix));
         using (var json = new Utf8JsonWriter(buffer))
         {
-            DashboardView.Write(json, view, operatorName, resolved.Credentials is not null, DateTimeOffset.UtcNow);
+            DashboardView.Write(json, view, operatorName, resolved.Credentials is not null, resolved.Remote is not null, DateTimeOffset.UtcNow);
         }
 
         buffer.Write(System.Text.Encoding.UTF8.GetBytes(suffix));
         return buffer.WrittenSpan.ToArray();
+    }
+
+    /// <summary>
+    /// The coordinator's view: its own in process; a remote one's through Inspect, or, while it cannot be read, an empty
+    /// view whose fault says why (the page shows it, and the next refresh tries again).
+    /// </summary>
+    private async Task<ClusterInspection> InspectAsync(Resolved resolved, CancellationToken cancellationToken)
+    {
+        if (resolved.Local is { } local)
+        {
+            return local.Inspect(options.MaxVersionsPerParticipant);
+        }
+
+        try
+        {
+            return await resolved.Remote!.InspectAsync(options.MaxVersionsPerParticipant, cancellationToken).ConfigureAwait(false);
+        }
+        catch (DseCoordinatorException ex)
+        {
+            return new ClusterInspection(0, 0, 0, false, $"the coordinator at {resolved.Remote!.Target} cannot be read ({ex.Code}): {ex.Message}", [], []);
+        }
     }
 
     private Resolved Resolve(IServiceProvider services)
@@ -170,10 +200,17 @@ internal sealed class DashboardEndpoints(DseDashboardOptions options)
             return resolved;
         }
 
+        if (options.RemoteCoordinator is { } remote)
+        {
+            resolved = new Resolved(null, remote, null);
+            _resolved = resolved;
+            return resolved;
+        }
+
         var server = options.Coordinator is null || options.Credentials is null ? services.GetService<CoordinatorServer>() : null;
         var coordinator = options.Coordinator ?? server?.Coordinator ?? services.GetService<ClusterCoordinator>()
-            ?? throw new InvalidOperationException("The DSE dashboard found no coordinator: call AddDseCoordinator, register a ClusterCoordinator, or set DseDashboardOptions.Coordinator.");
-        resolved = new Resolved(coordinator, options.Credentials ?? server?.Credentials);
+            ?? throw new InvalidOperationException("The DSE dashboard found no coordinator: call AddDseCoordinator, register a ClusterCoordinator, or set DseDashboardOptions.Coordinator or RemoteCoordinator.");
+        resolved = new Resolved(coordinator, null, options.Credentials ?? server?.Credentials);
         _resolved = resolved;
         return resolved;
     }
@@ -224,5 +261,6 @@ internal sealed class DashboardEndpoints(DseDashboardOptions options)
         return copy.ToArray();
     }
 
-    private sealed record Resolved(ClusterCoordinator Coordinator, DseCredentials? Credentials);
+    /// <summary>The coordinator shown: one in this process (with the credentials that make operators), or a remote one, read-only.</summary>
+    private sealed record Resolved(ClusterCoordinator? Local, GrpcCoordinatorClient? Remote, DseCredentials? Credentials);
 }

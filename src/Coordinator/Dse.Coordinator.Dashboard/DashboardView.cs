@@ -13,8 +13,9 @@ internal static class DashboardView
     /// <param name="view">The coordinator's view.</param>
     /// <param name="operatorName">The authenticated operator, or <c>null</c> (read-only).</param>
     /// <param name="removalAvailable">Whether the coordinator has credentials, so that an operator could remove participants.</param>
+    /// <param name="remote">Whether the coordinator runs in another process (the dashboard is read-only then).</param>
     /// <param name="now">The time of the view.</param>
-    public static void Write(Utf8JsonWriter json, ClusterInspection view, string? operatorName, bool removalAvailable, DateTimeOffset now)
+    public static void Write(Utf8JsonWriter json, ClusterInspection view, string? operatorName, bool removalAvailable, bool remote, DateTimeOffset now)
     {
         json.WriteStartObject();
         json.WriteNumber("time", now.ToUnixTimeMilliseconds());
@@ -25,6 +26,7 @@ internal static class DashboardView
         json.WriteString("fault", view.Fault);
         json.WriteString("operator", operatorName);
         json.WriteBoolean("removalAvailable", removalAvailable);
+        json.WriteBoolean("remote", remote);
 
         json.WriteStartArray("participants");
         foreach (var p in view.Participants)

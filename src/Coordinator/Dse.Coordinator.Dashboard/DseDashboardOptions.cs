@@ -1,3 +1,4 @@
+using Dse.Coordinator.Client;
 using Dse.Grpc;
 
 namespace Dse.Coordinator.Dashboard;
@@ -11,6 +12,14 @@ public sealed class DseDashboardOptions
     /// first request.
     /// </summary>
     public ClusterCoordinator? Coordinator { get; set; }
+
+    /// <summary>
+    /// A coordinator in another process to show instead, read through its Inspect RPC once per
+    /// <see cref="RefreshPeriod"/> and open page (give the client an operator's or a participant's token when the
+    /// coordinator has a participants file). Such a dashboard is read-only: remove participants with <c>dse remove</c>
+    /// or on the coordinator host's own dashboard. The caller owns the client. Default <c>null</c>.
+    /// </summary>
+    public GrpcCoordinatorClient? RemoteCoordinator { get; set; }
 
     /// <summary>
     /// The participants file whose operator tokens may remove participants from the dashboard. Default <c>null</c>: the
@@ -29,6 +38,11 @@ public sealed class DseDashboardOptions
     /// <exception cref="ArgumentException">An option is out of range; the message names it.</exception>
     public void Validate()
     {
+        if (RemoteCoordinator is not null && (Coordinator is not null || Credentials is not null))
+        {
+            throw new ArgumentException($"RemoteCoordinator shows a coordinator of another process, read-only: it excludes Coordinator and Credentials.", nameof(RemoteCoordinator));
+        }
+
         if (RefreshPeriod < TimeSpan.FromMilliseconds(50) || RefreshPeriod > TimeSpan.FromMinutes(1))
         {
             throw new ArgumentException($"RefreshPeriod must be from 50 ms to 1 minute (got {RefreshPeriod}).", nameof(RefreshPeriod));

@@ -323,7 +323,8 @@
       if (operator) {
         setOperatorStatus("operator " + operator, "operator");
       } else {
-        setOperatorStatus(view.removalAvailable ? "not an operator's token: read-only" : "the coordinator has no participants file: read-only", "error");
+        setOperatorStatus(view.remote ? "the coordinator runs elsewhere: read-only"
+          : view.removalAvailable ? "not an operator's token: read-only" : "the coordinator has no participants file: read-only", "error");
       }
       $("sign-out").hidden = false;
       render(view);
