@@ -1,4 +1,5 @@
 using System.Net;
+using Dse.Coordinator.Dashboard;
 using Dse.Grpc;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
@@ -25,8 +26,7 @@ internal sealed class DashboardServer : IAsyncDisposable
         Coordinator = coordinator;
         OperatorToken = operatorToken;
         ParticipantToken = participantToken;
-        var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
-        Dashboard = new Uri(new Uri(address), "/dashboard/");
+        Dashboard = DashboardOf(app);
         Http = new HttpClient { BaseAddress = Dashboard, Timeout = TimeSpan.FromSeconds(30) };
     }
 
@@ -59,19 +59,30 @@ internal sealed class DashboardServer : IAsyncDisposable
         }
 
         var coordinator = new ClusterCoordinator();
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.Logging.ClearProviders();
-        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1));
-        var app = builder.Build();
-        app.MapDseDashboard(configure: o =>
+        var app = await StartAppAsync(o =>
         {
             o.Coordinator = coordinator;
             o.Credentials = credentials;
             o.RefreshPeriod = refreshPeriod ?? TimeSpan.FromMilliseconds(100);
         });
-        await app.StartAsync();
         return new DashboardServer(app, coordinator, operatorToken, participantToken);
     }
+
+    /// <summary>Starts a web app on 127.0.0.1 (a free port, HTTP/1.1) that mounts the dashboard at /dashboard/ with <paramref name="configure"/>.</summary>
+    public static async Task<WebApplication> StartAppAsync(Action<DseDashboardOptions> configure)
+    {
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1));
+        var app = builder.Build();
+        app.MapDseDashboard(configure: configure);
+        await app.StartAsync();
+        return app;
+    }
+
+    /// <summary>The dashboard's page of an app <see cref="StartAppAsync"/> started, ending with '/'.</summary>
+    public static Uri DashboardOf(WebApplication app) =>
+        new(new Uri(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single()), "/dashboard/");
 
     /// <summary>Connects participants <paramref name="ids"/> with empty storage.</summary>
     public async Task ConnectAsync(params long[] ids)

@@ -5,12 +5,7 @@ using Dse.Coordinator.Client;
 using Dse.Coordinator.Dashboard;
 using Dse.Testing;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Hosting.Server.Features;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 
 namespace Dse.Dashboard.Tests;
 
@@ -89,7 +84,7 @@ public sealed class RemoteDashboardTests
             services => services.AddDseCoordinator(_ => new InMemoryCoordinatorLog(store), o => o.HeartbeatTimeout = null));
     }
 
-    /// <summary>A web app on 127.0.0.1 (HTTP/1.1) that is no coordinator and mounts the dashboard.</summary>
+    /// <summary>A web app that is no coordinator and mounts the dashboard (<see cref="DashboardServer.StartAppAsync"/>).</summary>
     private sealed class DashboardApp : IAsyncDisposable
     {
         private readonly WebApplication _app;
@@ -97,22 +92,13 @@ public sealed class RemoteDashboardTests
         private DashboardApp(WebApplication app)
         {
             _app = app;
-            var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
-            Http = new HttpClient { BaseAddress = new Uri(new Uri(address), "/dashboard/"), Timeout = TimeSpan.FromSeconds(30) };
+            Http = new HttpClient { BaseAddress = DashboardServer.DashboardOf(app), Timeout = TimeSpan.FromSeconds(30) };
         }
 
         public HttpClient Http { get; }
 
-        public static async Task<DashboardApp> StartAsync(Action<DseDashboardOptions> configure)
-        {
-            var builder = WebApplication.CreateSlimBuilder();
-            builder.Logging.ClearProviders();
-            builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1));
-            var app = builder.Build();
-            app.MapDseDashboard(configure: configure);
-            await app.StartAsync();
-            return new DashboardApp(app);
-        }
+        public static async Task<DashboardApp> StartAsync(Action<DseDashboardOptions> configure) =>
+            new(await DashboardServer.StartAppAsync(configure));
 
         public async ValueTask DisposeAsync()
         {

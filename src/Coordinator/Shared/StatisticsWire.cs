@@ -38,15 +38,6 @@ internal static class StatisticsWire
             return null;
         }
 
-        // The counts are checked before they are copied: a listing far over the limit is not worth an allocation.
-        if (wire.BarrierWaits.UpperBoundsMs.Count > Dse.BarrierWaitDistribution.MaxBuckets || wire.Queues.Count > Dse.ParticipantStatistics.MaxQueues)
-        {
-            problem = wire.Queues.Count > Dse.ParticipantStatistics.MaxQueues
-                ? $"queues has {wire.Queues.Count} entries; at most {Dse.ParticipantStatistics.MaxQueues} are accepted."
-                : $"barrier_waits: {wire.BarrierWaits.UpperBoundsMs.Count} bucket bounds; at most {Dse.BarrierWaitDistribution.MaxBuckets} are accepted.";
-            return null;
-        }
-
         var queues = new Dse.QueueStatistics[wire.Queues.Count];
         for (int i = 0; i < queues.Length; i++)
         {
