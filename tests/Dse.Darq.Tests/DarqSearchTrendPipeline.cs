@@ -652,11 +652,16 @@ internal sealed class DarqSearchTrendPipeline
                     await RunAsync(processor);
                     return;
                 }
-                catch (Exception e) when (_pipeline._general && !_abandon.IsCancellationRequested
+                catch (Exception e) when (_pipeline._general
                                           && (e is DarqStaleIncarnationException || e.InnerException is DarqStaleIncarnationException))
                 {
                     // General speculation: a rollback superseded the processor. Register again: replay brings the
-                    // restored state.
+                    // restored state. Unless the chaos abandoned this loop after the inner loop let the exception
+                    // through: then the processor that superseded it is the chaos's replacement, which carries on.
+                    if (_abandon.IsCancellationRequested)
+                    {
+                        return;
+                    }
                 }
 
                 try
