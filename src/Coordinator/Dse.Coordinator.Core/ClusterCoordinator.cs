@@ -21,20 +21,13 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
 {
     // This class serves the steady state and publishes the cluster state; its collaborators own the rest of the state,
     // all guarded by one lock (Sync): ClusterMembers (membership and liveness), DecisionHistory (retained decisions,
-    // world-line), DependencyGraph (the view and the boundary), CoordinatorRecovery (recovery after a restart) and
-    // ColdStart (a whole-cluster restart).
+    // world-line), DependencyGraph (the view and the boundary), CoordinatorRecovery (recovery after a restart),
+    // ColdStart (a whole-cluster restart), WantedPublisher (wanted versions published alone) and HeartbeatSweep (the
+    // removal of silent participants).
     private readonly Lock _lock = new();
     private readonly ILogger _logger;
     private readonly IClusterJournal? _journal;
     private readonly TimeProvider _time;
-    private readonly TimeSpan? _heartbeatTimeout;
-    private readonly ITimer? _heartbeatTimer;
-
-    // Wanted versions (ClusterState.Wanted) ride on every published state. A change alone is published after this
-    // delay, batched: most entries are gone by then, because the participant reported that far on its own.
-    private static readonly TimeSpan WantedPublishDelay = TimeSpan.FromMilliseconds(100);
-    private ITimer? _wantedTimer;
-    private int _publishedWanted;
     private readonly long _incarnation;
 
     // Serializes the journaled mutations (registrations, decisions, resyncs, the end of recovery). Taken before _lock,
@@ -46,6 +39,9 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     private readonly DecisionHistory _history;
     private readonly ClusterMembers _members = new();
     private readonly CoordinatorRecovery _recovery;
+    private readonly WantedPublisher _wanted;
+    // Null without a heartbeat timeout: then no participant is removed for its silence.
+    private readonly HeartbeatSweep? _sweep;
 
     // Set when the options expect a cold start and the journal holds no registration; kept once done, because its
     // expected ids still decide which new participants may bring stored versions.
@@ -81,19 +77,18 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         _history = new DecisionHistory(options.MaxRetainedDecisions);
         _journal = journal;
         _time = options.TimeProvider;
-        _heartbeatTimeout = options.HeartbeatTimeout;
         _incarnation = incarnation;
         _epoch = incarnation << 32;
         _recovery = new CoordinatorRecovery(this, incarnation);
+        _wanted = new WantedPublisher(this);
         if (coldStart && options.ExpectedParticipants is { } expected)
         {
             _coldStart = new ColdStart(this, expected);
         }
 
-        if (_heartbeatTimeout is { } timeout)
+        if (options.HeartbeatTimeout is { } timeout)
         {
-            var period = timeout / 4;
-            _heartbeatTimer = _time.CreateTimer(static s => ((ClusterCoordinator)s!).OnHeartbeatTimer(), this, period, period);
+            _sweep = new HeartbeatSweep(this, timeout);
         }
     }
 
@@ -173,6 +168,18 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
 
     /// <summary>The clock of heartbeats.</summary>
     internal TimeProvider Time => _time;
+
+    /// <summary>Serializes the journaled mutations; taken before <see cref="Sync"/>, never while holding it.</summary>
+    internal SemaphoreSlim Mutation => _mutate;
+
+    /// <summary>Whether the coordinator stopped serving. Under <see cref="Sync"/>.</summary>
+    internal bool IsFaulted => _fault is not null;
+
+    /// <summary>Whether the coordinator recovers from its own restart. Under <see cref="Sync"/>.</summary>
+    internal bool IsRecovering => _recovery.IsRecovering;
+
+    /// <summary>Whether a cold start waits for its expected participants. Under <see cref="Sync"/>.</summary>
+    internal bool IsColdStarting => _coldStart is { IsDone: false };
 
     /// <summary>The coordinator's logger, for its collaborators.</summary>
     internal ILogger Logger => _logger;
@@ -487,9 +494,9 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
         {
             Publish();
         }
-        else if (_graph.WantedChanges != _publishedWanted)
+        else
         {
-            _wantedTimer ??= _time.CreateTimer(static s => ((ClusterCoordinator)s!).PublishWanted(), this, WantedPublishDelay, Timeout.InfiniteTimeSpan);
+            _wanted.ScheduleIfChanged();
         }
 
         return outcome;
@@ -570,7 +577,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
             ThrowIfFaulted();
 
             // An explicit read gets wanted versions at once (a participant refreshing because it waits on one).
-            if (!_recovery.IsRecovering && _graph.WantedChanges != _publishedWanted)
+            if (!_recovery.IsRecovering && _wanted.HasUnpublished)
             {
                 Publish();
             }
@@ -650,39 +657,8 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     /// while recovering). The heartbeat timer calls this; tests on a fake clock call it directly.
     /// </summary>
     /// <returns>The removed participants.</returns>
-    public async Task<IReadOnlyList<long>> RemoveSilentParticipantsAsync(CancellationToken cancellationToken = default)
-    {
-        if (_heartbeatTimeout is not { } timeout)
-        {
-            return [];
-        }
-
-        await _mutate.WaitAsync(cancellationToken).ConfigureAwait(false);
-        try
-        {
-            List<long> silent;
-            lock (_lock)
-            {
-                if (_fault is not null || _recovery.IsRecovering || _coldStart is { IsDone: false })
-                {
-                    return [];
-                }
-
-                silent = _members.Silent(_time, timeout);
-            }
-
-            foreach (long id in silent)
-            {
-                await DecideRemovalAsync(id, $"no heartbeat within {timeout.TotalSeconds:0.###} s").ConfigureAwait(false);
-            }
-
-            return silent;
-        }
-        finally
-        {
-            _mutate.Release();
-        }
-    }
+    public Task<IReadOnlyList<long>> RemoveSilentParticipantsAsync(CancellationToken cancellationToken = default) =>
+        _sweep?.RemoveSilentAsync(cancellationToken) ?? Task.FromResult<IReadOnlyList<long>>([]);
 
     /// <summary>
     /// The removal decision: the cap is what the participant reported, so dependents of anything it did not report roll
@@ -712,19 +688,10 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     }
 
     /// <summary>Stops the timers (heartbeat sweep, wanted-version publish); the state stays readable.</summary>
-    public async ValueTask DisposeAsync()
+    public ValueTask DisposeAsync()
     {
-        ITimer? wanted;
-        lock (_lock)
-        {
-            (wanted, _wantedTimer) = (_wantedTimer, null);
-        }
-
-        wanted?.Dispose();
-        if (_heartbeatTimer is not null)
-        {
-            await _heartbeatTimer.DisposeAsync().ConfigureAwait(false);
-        }
+        _wanted.Stop();
+        return _sweep?.DisposeAsync() ?? ValueTask.CompletedTask;
     }
 
     /// <summary>Throws the documented refusal once the coordinator stopped serving. Under <see cref="Sync"/>.</summary>
@@ -768,7 +735,7 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     internal void Publish()
     {
         _epoch++;
-        _publishedWanted = _graph.WantedChanges;
+        _wanted.OnPublished();
         _state = new ClusterState(_epoch, _history.WorldLine, _history.Snapshot(), _graph.CommittedSnapshot())
         {
             Incarnation = _incarnation,
@@ -781,33 +748,6 @@ public sealed class ClusterCoordinator : IDseCoordinator, IAsyncDisposable
     }
 
     private static TaskCompletionSource<ClusterState> NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
-
-    private void OnHeartbeatTimer() => _ = SweepAsync();
-
-    private void PublishWanted()
-    {
-        lock (_lock)
-        {
-            _wantedTimer?.Dispose();
-            _wantedTimer = null;
-            if (_fault is null && !_recovery.IsRecovering && _graph.WantedChanges != _publishedWanted)
-            {
-                Publish();
-            }
-        }
-    }
-
-    private async Task SweepAsync()
-    {
-        try
-        {
-            await RemoveSilentParticipantsAsync().ConfigureAwait(false);
-        }
-        catch (Exception ex)
-        {
-            ClusterCoordinatorLogMessages.SweepFailed(_logger, ex);
-        }
-    }
 
     private enum ConnectKind
     {

@@ -19,7 +19,8 @@ public abstract class StateObject : IAsyncDisposable
     // This class is the action and version core: the gate, the version, the world-line, persisting and restoring. Its
     // collaborators own the rest: VersionBook (versions handed to Persist, what rollbacks did), ClusterViewCell (the
     // cluster state last heard) and CoordinatorSession (reports, acknowledgements, resyncs, heartbeats, following the
-    // coordinator).
+    // coordinator). The protocol's checks and waits around an action live beside it: ActionAdmission (may a message
+    // start one), ActionStartWaits (until it may) and CommitWaits (until an own version is recoverable).
     private readonly DseOptions _options;
     private readonly ILogger _logger;
     private readonly ActionGate _gate = new();
@@ -273,60 +274,14 @@ public abstract class StateObject : IAsyncDisposable
             return StartActionStatus.Blocked;
         }
 
-        long worldLine = _worldLine;
-        if (senderWorldLine != worldLine)
-        {
-            // Recovery partition. A message from a lower world-line is discarded unless everything it carries provably
-            // survived every decision since: then it is surviving state, merely sent before its sender caught up.
-            if (senderWorldLine > worldLine || !ClusterView.Survived(dependencies, senderWorldLine, worldLine, this))
-            {
-                _gate.Exit();
-                if (senderWorldLine < worldLine)
-                {
-                    DseTelemetry.MessagesDiscarded.Add(1);
-                    return StartActionStatus.Discard;
-                }
-
-                return StartActionStatus.WorldLineBehind;
-            }
-        }
-
-        // Header rules (docs/libdse.md): every participant named must be known, and a version ahead of ours within reach.
-        long version = _version;
-        var view = _view.Current;
-        bool ahead = false;
-        for (int i = 0; i < dependencies.Length; i++)
-        {
-            var d = dependencies[i];
-            if (!HeaderRules.IsKnown(view, d.ObjectId, Id))
-            {
-                _gate.Exit();
-                return StartActionStatus.Implausible;
-            }
-
-            ahead |= d.Version > version;
-        }
-
-        if (ahead)
+        // Inside the gate the world-line, version and dependency set stay as read here.
+        var status = ActionAdmission.Admit(this, _worldLine, _version, _deps, senderWorldLine, dependencies);
+        if (status != StartActionStatus.Accepted)
         {
             _gate.Exit();
-            return HeaderRules.IsWithinLead(dependencies, view, _options.MaxVersionLead) ? StartActionStatus.VersionBehind : StartActionStatus.Implausible;
         }
 
-        // A committed version needs no edge, but only the view of our own world-line can say so: a newer view's
-        // committed map belongs to a lineage that may reuse version numbers of lost state.
-        bool sameLineage = view.WorldLine == worldLine;
-        var deps = _deps;
-        for (int i = 0; i < dependencies.Length; i++)
-        {
-            var d = dependencies[i];
-            if (d.ObjectId != Id && !(sameLineage && d.Version <= view.CommittedVersion(d.ObjectId)))
-            {
-                deps.Add(d.ObjectId, d.Version);
-            }
-        }
-
-        return StartActionStatus.Accepted;
+        return status;
     }
 
     /// <summary>
@@ -382,7 +337,7 @@ public abstract class StateObject : IAsyncDisposable
     public ValueTask<DseHeader> EndActionAsync(CancellationToken cancellationToken = default)
     {
         var header = EndAction();
-        return _options.Speculative ? new ValueTask<DseHeader>(header) : CommitThenReturnAsync(header, cancellationToken);
+        return _options.Speculative ? new ValueTask<DseHeader>(header) : CommitWaits.PersistThenReturnAsync(this, _book, header, cancellationToken);
     }
 
     /// <summary>
@@ -406,7 +361,7 @@ public abstract class StateObject : IAsyncDisposable
         long version = _version;
         long worldLine = _worldLine;
         var sthread = Detach();
-        return _options.Speculative ? new ValueTask<Sthread>(sthread) : CommitThenReturnAsync(sthread, version, worldLine, cancellationToken);
+        return _options.Speculative ? new ValueTask<Sthread>(sthread) : CommitWaits.PersistThenReturnAsync(this, _book, sthread, version, worldLine, cancellationToken);
     }
 
     /// <summary>
@@ -477,30 +432,8 @@ public abstract class StateObject : IAsyncDisposable
     /// </summary>
     /// <exception cref="DseRolledBackException">The version was rolled back before it became recoverable.</exception>
     /// <exception cref="DseFaultedException">The StateObject faulted or was disposed while waiting.</exception>
-    public async ValueTask WaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken = default)
-    {
-        long started = DseTelemetry.StartBarrierWait();
-        while (true)
-        {
-            var next = NextChange;
-            ThrowIfFaulted();
-            var view = ClusterView;
-
-            // Rollbacks first: a rolled-back number may be committed again by the new lineage.
-            if (_book.TryFindRollbackOf(version, worldLine, out long decided))
-            {
-                throw new DseRolledBackException(decided, new Dependency(Id, version));
-            }
-
-            if (view.CommittedVersion(Id) >= version)
-            {
-                DseTelemetry.EndBarrierWait(started, _statistics);
-                return;
-            }
-
-            await next.WaitAsync(cancellationToken).ConfigureAwait(false);
-        }
-    }
+    public ValueTask WaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken = default) =>
+        CommitWaits.WaitAsync(this, _book, version, worldLine, cancellationToken);
 
     /// <summary>Stops the background tasks. Outstanding persists are not waited for; the StateObject cannot be used afterwards.</summary>
     public async ValueTask DisposeAsync()
@@ -571,24 +504,6 @@ public abstract class StateObject : IAsyncDisposable
             _gate.Open();
             throw fault;
         }
-    }
-
-    private async ValueTask<DseHeader> CommitThenReturnAsync(DseHeader header, CancellationToken cancellationToken)
-    {
-        await PersistAndWaitForCommitAsync(header.Origin.Version, header.WorldLine, cancellationToken).ConfigureAwait(false);
-        return header;
-    }
-
-    private async ValueTask<Sthread> CommitThenReturnAsync(Sthread sthread, long version, long worldLine, CancellationToken cancellationToken)
-    {
-        await PersistAndWaitForCommitAsync(version, worldLine, cancellationToken).ConfigureAwait(false);
-        return sthread;
-    }
-
-    private async ValueTask PersistAndWaitForCommitAsync(long version, long worldLine, CancellationToken cancellationToken)
-    {
-        await AdvanceVersionToAsync(version + 1, cancellationToken).ConfigureAwait(false);
-        await WaitForCommitAsync(version, worldLine, cancellationToken).ConfigureAwait(false);
     }
 
     private async ValueTask AdvanceCoreAsync(long target, AdvanceReason reason, CancellationToken cancellationToken)
