@@ -60,7 +60,7 @@ internal sealed class ResultsFolder : IDisposable
 
     public string WriteInterceptor(string manualOps = "39800") => Write("interceptor.json", $$"""
         { "scenario": "interceptor", "timestamp_utc": "2026-11-23T05:10:00Z", "quick": false, "elapsed_s": 20.1, {{Machine}},
-          "results": { "nodse_ops": 41234, "manual_ops": {{manualOps}}, "interceptor_ops": 34100, "manual_ratio": 0.965, "interceptor_ratio": 0.827 } }
+          "results": { "nodse_ops": 41234, "manual_ops": {{manualOps}}, "manual_metadata_ops": 36900, "interceptor_ops": 34100, "manual_ratio": 0.965, "interceptor_ratio": 0.827 } }
         """);
 
     public string WriteDarqReflect(string specP50At5 = "10.6") => Write("darq-reflect.json", $$"""

@@ -18,6 +18,15 @@ internal static class DseRpcErrors
     public static RpcException MalformedHeader(DseHeaderFormatException error) =>
         new(new Status(StatusCode.InvalidArgument, $"Malformed DSE header in '{DseMetadata.HeaderKey}': {error.Message}"));
 
+    /// <summary>INVALID_ARGUMENT: the DSE header in the request message does not parse, or breaks the receiver's rules.</summary>
+    public static RpcException MalformedMessageHeader(DseHeaderFormatException error) =>
+        new(new Status(StatusCode.InvalidArgument, $"Malformed DSE header in the request message's header field: {error.Message}"));
+
+    /// <summary>INVALID_ARGUMENT: the call carries a DSE header both in its request message and in its metadata.</summary>
+    public static RpcException TwoHeaders(string method) =>
+        new(new Status(StatusCode.InvalidArgument,
+            $"{method}: the call carries a DSE header both in its request message and in '{DseMetadata.HeaderKey}' metadata; a call carries one, in either place."));
+
     /// <summary>Maps what a DSE call can fail with to a status; other exceptions are returned unchanged.</summary>
     public static Exception Map(Exception error, StateObject owner, string method) => error switch
     {

@@ -1,5 +1,6 @@
 using Dse.Grpc;
 using Dse.Services.Grpc.V1;
+using Google.Protobuf;
 using Grpc.Core;
 
 namespace Dse.Services.Grpc;
@@ -7,9 +8,13 @@ namespace Dse.Services.Grpc;
 /// <summary>
 /// The key-value store's gRPC API (<c>dse.services.v1.KeyValueService</c>) with DSE written by hand: host it WITHOUT
 /// <see cref="DseServerInterceptor"/>. Each call is exactly one action: it starts from the caller's DSE header
-/// (<see cref="DseManualCall.StartActionAsync(StateObject, ServerCallContext, DseHeaderAuthentication?)"/>), runs the store operation, and ends with
-/// <see cref="DseManualCall.EndActionAsync"/>, which returns the header in the trailers to a speculative caller at once
-/// and holds the reply to a non-speculative caller until its state is recoverable.
+/// (<see cref="DseManualCall.StartActionAsync(StateObject, ServerCallContext, ReadOnlyMemory{byte}, DseHeaderAuthentication?)"/>),
+/// runs the store operation, and ends with
+/// <see cref="DseManualCall.EndActionAsync(StateObject, ServerCallContext, DseHeaderCarrier, bool)"/>, which returns the
+/// header to a speculative caller at once and holds the reply to a non-speculative caller until its state is
+/// recoverable. The caller's header arrives in the call's metadata (as <see cref="DseClientInterceptor"/> sends it; the
+/// reply's goes in the trailers) or in the request's <c>dse_header</c> field (the reply's goes in the reply's): a few
+/// bytes of the message instead of an HTTP/2 header each way (docs/grpc.md, "Carrying the header in your messages").
 /// </summary>
 /// <remarks>
 /// <para>The action is held across the store's await on purpose. A store operation completes synchronously unless a
@@ -57,10 +62,15 @@ public sealed class ManualSpeculativeKvService : KeyValueService.KeyValueService
     public override Task<ExecuteReply> Execute(ExecuteRequest request, ServerCallContext context) =>
         RunAsync(request, context, static (kv, r, c) => KvRpc.ExecuteAsync(kv, r, c));
 
-    /// <summary>Runs one operation as one action; an error reply is released like a result (it may depend on state).</summary>
+    /// <summary>
+    /// Runs one operation as one action, its header taken from the request's <c>dse_header</c> field or the call's
+    /// metadata and the server's returned the same way; an error reply is released like a result (it may depend on state).
+    /// </summary>
     private async Task<TReply> RunAsync<TRequest, TReply>(TRequest request, ServerCallContext context, Func<SpeculativeKv, TRequest, ServerCallContext, ValueTask<TReply>> operation)
+        where TRequest : IKvRequest
+        where TReply : IKvReply
     {
-        bool speculativeCaller = await DseManualCall.StartActionAsync(_kv, context, _authentication);
+        var carrier = await DseManualCall.StartActionAsync(_kv, context, request.DseHeader.Memory, _authentication);
         TReply reply;
         try
         {
@@ -68,11 +78,16 @@ public sealed class ManualSpeculativeKvService : KeyValueService.KeyValueService
         }
         catch
         {
-            await DseManualCall.EndActionAsync(_kv, context, speculativeCaller);
+            await DseManualCall.EndActionAsync(_kv, context, carrier, failed: true);
             throw;
         }
 
-        await DseManualCall.EndActionAsync(_kv, context, speculativeCaller);
+        var header = await DseManualCall.EndActionAsync(_kv, context, carrier);
+        if (header.Kind != DseHeaderKind.None)
+        {
+            reply.DseHeader = UnsafeByteOperations.UnsafeWrap(header.ToArray());
+        }
+
         return reply;
     }
 }

@@ -1,4 +1,5 @@
 using Dse.Services.Grpc.V1;
+using Dse.Grpc;
 using Grpc.Core;
 
 namespace Dse.Services.Grpc;
@@ -10,7 +11,9 @@ namespace Dse.Services.Grpc;
 /// </summary>
 /// <remarks>
 /// Without the interceptor the store's operations would run outside any action, which the store forbids; use
-/// <see cref="ManualSpeculativeKvService"/> to host without it. Errors: see <c>protos/dse/services/v1/kv.proto</c>.
+/// <see cref="ManualSpeculativeKvService"/> to host without it. A request that carries a DSE header in its <c>dse_header</c>
+/// field is refused (INVALID_ARGUMENT): the interceptor reads the header from metadata only. Errors: see
+/// <c>protos/dse/services/v1/kv.proto</c>.
 /// </remarks>
 [BindServiceMethod(typeof(ServiceBindings), nameof(ServiceBindings.BindKeyValueService))]
 public sealed class SpeculativeKvService : KeyValueService.KeyValueServiceBase
@@ -25,17 +28,28 @@ public sealed class SpeculativeKvService : KeyValueService.KeyValueServiceBase
     }
 
     /// <inheritdoc />
-    public override Task<GetReply> Get(GetRequest request, ServerCallContext context) => KvRpc.GetAsync(_kv, request, context).AsTask();
+    public override Task<GetReply> Get(GetRequest request, ServerCallContext context) => KvRpc.GetAsync(_kv, RefuseMessageHeader(request, context), context).AsTask();
 
     /// <inheritdoc />
-    public override Task<PutReply> Put(PutRequest request, ServerCallContext context) => KvRpc.PutAsync(_kv, request, context).AsTask();
+    public override Task<PutReply> Put(PutRequest request, ServerCallContext context) => KvRpc.PutAsync(_kv, RefuseMessageHeader(request, context), context).AsTask();
 
     /// <inheritdoc />
-    public override Task<DeleteReply> Delete(DeleteRequest request, ServerCallContext context) => KvRpc.DeleteAsync(_kv, request, context).AsTask();
+    public override Task<DeleteReply> Delete(DeleteRequest request, ServerCallContext context) => KvRpc.DeleteAsync(_kv, RefuseMessageHeader(request, context), context).AsTask();
 
     /// <inheritdoc />
-    public override Task<CompareAndSwapReply> CompareAndSwap(CompareAndSwapRequest request, ServerCallContext context) => KvRpc.CompareAndSwapAsync(_kv, request, context).AsTask();
+    public override Task<CompareAndSwapReply> CompareAndSwap(CompareAndSwapRequest request, ServerCallContext context) => KvRpc.CompareAndSwapAsync(_kv, RefuseMessageHeader(request, context), context).AsTask();
 
     /// <inheritdoc />
-    public override Task<ExecuteReply> Execute(ExecuteRequest request, ServerCallContext context) => KvRpc.ExecuteAsync(_kv, request, context).AsTask();
+    public override Task<ExecuteReply> Execute(ExecuteRequest request, ServerCallContext context) => KvRpc.ExecuteAsync(_kv, RefuseMessageHeader(request, context), context).AsTask();
+
+    /// <summary>
+    /// Refuses a header in the request message: the interceptor consumed the call's metadata before this handler ran, so
+    /// a header here would be ignored, and the call's effects would not depend on the caller's state.
+    /// </summary>
+    private static TRequest RefuseMessageHeader<TRequest>(TRequest request, ServerCallContext context)
+        where TRequest : IKvRequest =>
+        request.DseHeader.IsEmpty
+            ? request
+            : throw ServiceErrors.InvalidArgument(context.Method,
+                $"this server takes the DSE header in '{DseMetadata.HeaderKey}' metadata (DseClientInterceptor sends it there); 'dse_header' is read only by a server hosted without the interceptor (ManualSpeculativeKvService).");
 }

@@ -9,7 +9,7 @@ namespace Dse.Workflows.Grpc;
 /// The workflow engine's gRPC API (<c>dse.workflows.v1.WorkflowService</c>) with DSE written by hand: host it WITHOUT
 /// <see cref="DseServerInterceptor"/>. Each call that records or shows something is one action of the engine's log: it
 /// starts from the caller's DSE header (<see cref="DseManualCall.StartActionAsync(StateObject, ServerCallContext, DseHeaderAuthentication?)"/>),
-/// calls the engine's in-action method, and ends with <see cref="DseManualCall.EndActionAsync"/>, which returns the
+/// calls the engine's in-action method, and ends with <see cref="DseManualCall.EndActionAsync(StateObject, ServerCallContext, bool)"/>, which returns the
 /// header in the trailers to a speculative caller at once and holds the reply to any other caller until it is
 /// recoverable. Execute and GetResult wait for the outcome outside any action, then check in an action that no rollback
 /// replaced it, and release it the same way; an outcome rolled back before its release is waited for again.
@@ -168,7 +168,7 @@ public sealed class WorkflowGrpcService : WorkflowService.WorkflowServiceBase
 
     /// <summary>
     /// Runs <paramref name="call"/> (one of the engine's in-action methods) as one action of the log, once the engine
-    /// serves. With <paramref name="release"/>, the action ends with <see cref="DseManualCall.EndActionAsync"/>, which
+    /// serves. With <paramref name="release"/>, the action ends with <see cref="DseManualCall.EndActionAsync(StateObject, ServerCallContext, bool)"/>, which
     /// releases the reply; otherwise it just ends (a later action of the same call releases it). An error ends the action
     /// with the release too (it may depend on the history) and becomes a status. A call refused because the engine
     /// began reloading its history runs again once it has reloaded: nothing was recorded.
@@ -242,7 +242,7 @@ public sealed class WorkflowGrpcService : WorkflowService.WorkflowServiceBase
         }
     }
 
-    /// <summary>ABORTED from <see cref="DseManualCall.EndActionAsync"/>: the state the reply waited for at its barrier was rolled back.</summary>
+    /// <summary>ABORTED from <see cref="DseManualCall.EndActionAsync(StateObject, ServerCallContext, bool)"/>: the state the reply waited for at its barrier was rolled back.</summary>
     private static bool IsRolledBack(RpcException error) =>
         error.StatusCode == StatusCode.Aborted && error.Trailers.Get(DseMetadata.RolledBackKey) is not null;
 

@@ -41,13 +41,13 @@ internal sealed class KvLoad : IDisposable
         _value = ByteString.CopyFrom(value);
     }
 
-    /// <summary>Writes every key once, so gets find values.</summary>
-    public async Task PopulateAsync(CallOptions options)
+    /// <summary>Writes every key once, so gets find values; <paramref name="messageHeader"/> goes in every request's <c>dse_header</c>.</summary>
+    public async Task PopulateAsync(CallOptions options, ByteString messageHeader)
     {
         var client = new KeyValueService.KeyValueServiceClient(_channels[0]);
         for (int i = 0; i < Keys; i++)
         {
-            await client.PutAsync(new PutRequest { Key = _keys[i], Value = _value }, options).ConfigureAwait(false);
+            await client.PutAsync(new PutRequest { Key = _keys[i], Value = _value, DseHeader = messageHeader }, options).ConfigureAwait(false);
         }
     }
 
@@ -57,14 +57,14 @@ internal sealed class KvLoad : IDisposable
     /// machine disturb far less than throughput.
     /// </summary>
     /// <exception cref="RpcException">A call failed: the measurement is void. Thrown as soon as the other callers' calls in flight have returned.</exception>
-    public async Task<(double PerSecond, double CpuMicrosecondsPerCall)> RunAsync(CallOptions options, TimeSpan warmup, TimeSpan window, CancellationToken cancellationToken)
+    public async Task<(double PerSecond, double CpuMicrosecondsPerCall)> RunAsync(CallOptions options, ByteString messageHeader, TimeSpan warmup, TimeSpan window, CancellationToken cancellationToken)
     {
         using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         var workers = new Task[_callers];
         for (int i = 0; i < _callers; i++)
         {
             var client = new KeyValueService.KeyValueServiceClient(_channels[i % _channels.Length]);
-            workers[i] = Task.Run(() => CallerAsync(client, options, seed: i + 1, stop.Token), CancellationToken.None);
+            workers[i] = Task.Run(() => CallerAsync(client, options, messageHeader, seed: i + 1, stop.Token), CancellationToken.None);
         }
 
         // Callers return only once stopped, so this completes early only when one fails: the run ends there, and the
@@ -114,7 +114,7 @@ internal sealed class KvLoad : IDisposable
     }
 
     /// <summary>One caller: calls back to back until stopped; in-flight calls finish (they are not cancelled).</summary>
-    private async Task CallerAsync(KeyValueService.KeyValueServiceClient client, CallOptions options, int seed, CancellationToken stop)
+    private async Task CallerAsync(KeyValueService.KeyValueServiceClient client, CallOptions options, ByteString messageHeader, int seed, CancellationToken stop)
     {
         var random = new Random(seed);
         while (!stop.IsCancellationRequested)
@@ -122,11 +122,11 @@ internal sealed class KvLoad : IDisposable
             var key = _keys[random.Next(Keys)];
             if (random.Next(2) == 0)
             {
-                await client.GetAsync(new GetRequest { Key = key }, options).ConfigureAwait(false);
+                await client.GetAsync(new GetRequest { Key = key, DseHeader = messageHeader }, options).ConfigureAwait(false);
             }
             else
             {
-                await client.PutAsync(new PutRequest { Key = key, Value = _value }, options).ConfigureAwait(false);
+                await client.PutAsync(new PutRequest { Key = key, Value = _value, DseHeader = messageHeader }, options).ConfigureAwait(false);
             }
 
             Interlocked.Increment(ref _completed);
