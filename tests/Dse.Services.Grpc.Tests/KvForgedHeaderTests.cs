@@ -92,11 +92,7 @@ public sealed class KvForgedHeaderTests : IAsyncLifetime
     private static async Task PutAsync(ServicesServer server, SpeculativeKv kv, string key, string value)
     {
         using var call = server.PlainKv().PutAsync(new PutRequest { Key = B(key), Value = B(value) }, deadline: DateTime.UtcNow.AddSeconds(60));
-        while (!call.ResponseAsync.IsCompleted)
-        {
-            await kv.AdvanceVersionAsync();
-            await Task.WhenAny(call.ResponseAsync, Task.Delay(50));
-        }
+        await ServicesCluster.AwaitReleasedAsync(call.ResponseAsync, kv);
 
         await call.ResponseAsync;
     }

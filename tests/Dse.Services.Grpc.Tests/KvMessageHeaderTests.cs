@@ -87,12 +87,7 @@ public sealed class KvMessageHeaderTests : IAsyncLifetime
         await Task.WhenAny(call.ResponseAsync, Task.Delay(300));
         Assert.False(call.ResponseAsync.IsCompleted);
         await ServicesCluster.CommitAsync(client);
-        while (!call.ResponseAsync.IsCompleted)
-        {
-            await kv.AdvanceVersionAsync();
-            await Task.WhenAny(call.ResponseAsync, Task.Delay(50));
-        }
-
+        await ServicesCluster.AwaitReleasedAsync(call.ResponseAsync, kv);
         var error = await Assert.ThrowsAsync<RpcException>(() => call.ResponseAsync);
         Assert.Equal(StatusCode.FailedPrecondition, error.StatusCode);
         Assert.DoesNotContain(error.Trailers, e => e.Key == DseMetadata.HeaderKey);
@@ -143,12 +138,7 @@ public sealed class KvMessageHeaderTests : IAsyncLifetime
 
         // A plain write's reply is released once the store's version is recoverable, which the test drives.
         using var call = server.PlainKv().PutAsync(new PutRequest { Key = B("after"), Value = B("yes") }, deadline: DateTime.UtcNow.AddSeconds(60));
-        while (!call.ResponseAsync.IsCompleted)
-        {
-            await kv.AdvanceVersionAsync();
-            await Task.WhenAny(call.ResponseAsync, Task.Delay(50));
-        }
-
+        await ServicesCluster.AwaitReleasedAsync(call.ResponseAsync, kv);
         await call.ResponseAsync;
         Assert.Equal("yes", await KvServiceTests.ReadAsync(kv, "after"));
     }
@@ -164,12 +154,7 @@ public sealed class KvMessageHeaderTests : IAsyncLifetime
         // The interceptor reads metadata only: a header it would ignore must not let the write escape the caller's fate.
         // The caller sent no metadata header, so the refusal is released after a barrier, which the test drives.
         using var call = server.PlainKv().PutAsync(new PutRequest { Key = B("k"), Value = B("v"), DseHeader = Header(sthread) }, deadline: DateTime.UtcNow.AddSeconds(60));
-        while (!call.ResponseAsync.IsCompleted)
-        {
-            await kv.AdvanceVersionAsync();
-            await Task.WhenAny(call.ResponseAsync, Task.Delay(50));
-        }
-
+        await ServicesCluster.AwaitReleasedAsync(call.ResponseAsync, kv);
         var error = await Assert.ThrowsAsync<RpcException>(() => call.ResponseAsync);
 
         Assert.Equal(StatusCode.InvalidArgument, error.StatusCode);

@@ -106,6 +106,19 @@ public sealed class ServicesCluster : IAsyncDisposable
         }
     }
 
+    /// <summary>
+    /// Waits for a reply that is released only once <paramref name="so"/>'s state is recoverable, advancing its version
+    /// until it comes (an advance before the call's action ran would not cover it).
+    /// </summary>
+    public static async Task AwaitReleasedAsync(Task response, StateObject so)
+    {
+        while (!response.IsCompleted)
+        {
+            await so.AdvanceVersionAsync();
+            await Task.WhenAny(response, Task.Delay(50));
+        }
+    }
+
     /// <summary>Persists the current version of <paramref name="so"/> and waits until it is committed.</summary>
     public static async Task CommitAsync(StateObject so)
     {
