@@ -218,8 +218,8 @@ public class SpeculativeKvTests
         }
 
         await SettleAsync(kv);   // the last commit prunes what came before
-        int manifests = Directory.GetFiles(Path.Combine(h.Directory, "manifests"), "*.manifest").Length;
-        Assert.InRange(manifests, 1, 3);
+        Assert.InRange((await kv.ListPersistedVersionsForTestAsync()).Count, 1, 3);
+        Assert.Empty(Directory.GetFiles(Path.Combine(h.Directory, "manifests"), "*.manifest"));
         await kv.DisposeAsync();
 
         await using var kv2 = await h.OpenAsync(coordinator, indexCheckpointInterval: 3);
@@ -233,23 +233,27 @@ public class SpeculativeKvTests
 
     [Fact]
     [Trait("Category", "Recovery")]
-    public async Task Reopen_CorruptManifest_ThrowsNamingFile()
+    public async Task Reopen_CorruptManifestRecord_ThrowsNamingFileAndOffset()
     {
         using var h = new KvHarness();
         var coordinator = new ClusterCoordinator();
         var kv = await h.OpenAsync(coordinator);
         await PutAsync(kv, "k", "v");
         await SettleAsync(kv);
+        await PutAsync(kv, "k", "w");
+        await SettleAsync(kv);
         await kv.DisposeAsync();
 
-        string manifest = Directory.GetFiles(Path.Combine(h.Directory, "manifests"), "*.manifest").Single();
-        var bytes = await File.ReadAllBytesAsync(manifest);
-        bytes[^5] ^= 0xFF;
-        await File.WriteAllBytesAsync(manifest, bytes);
+        // A flipped byte in the first record is corruption, not a torn tail: records follow it.
+        string log = Path.Combine(h.Directory, "manifests", "manifests.log");
+        var bytes = await File.ReadAllBytesAsync(log);
+        bytes[20] ^= 0xFF;
+        await File.WriteAllBytesAsync(log, bytes);
 
         await using var kv2 = h.Create();
         var ex = await Assert.ThrowsAsync<InvalidDataException>(() => kv2.ConnectAsync(coordinator).AsTask());
-        Assert.Contains(Path.GetFileName(manifest), ex.Message, StringComparison.Ordinal);
+        Assert.Contains("manifests.log", ex.Message, StringComparison.Ordinal);
+        Assert.Contains("at byte 0", ex.Message, StringComparison.Ordinal);
     }
 
     [Fact]

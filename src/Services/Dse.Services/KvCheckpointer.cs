@@ -3,7 +3,7 @@ using Microsoft.Extensions.Logging;
 namespace Dse.Services;
 
 /// <summary>
-/// The versions of a <see cref="SpeculativeKv"/>: one FASTER fold-over checkpoint and one manifest per persisted
+/// The versions of a <see cref="SpeculativeKv"/>: one FASTER fold-over checkpoint and one manifest record per persisted
 /// version (versions persisted while a checkpoint is queued share the next one), restore by reopening FASTER from a
 /// version's checkpoint, and pruning of the manifests and checkpoints no remaining version needs.
 /// </summary>
@@ -17,11 +17,13 @@ internal sealed class KvCheckpointer
     private readonly ILogger _logger;
     private readonly long _id;
 
-    // Guards _open, _barrier, _chain and _manifests.
+    // Guards _open, _barrier, _chain, _manifests and _log.
     private readonly Lock _checkpointLock = new();
 
-    // Durable versions by number: what ListVersions returns and what Restore recovers. Loaded at the first listing.
+    // Durable versions by number: what ListVersions returns and what Restore recovers. Loaded at the first listing,
+    // with the log that keeps them.
     private SortedList<long, KvManifest>? _manifests;
+    private KvManifestLog? _log;
 
     // The open FasterKV; null until ConnectAsync restores. Replaced only by Restore (no operation runs then).
     private KvStore? _store;
@@ -121,9 +123,9 @@ internal sealed class KvCheckpointer
         }
 
         // Durably forget the later versions before anything else.
-        foreach (var m in dropped)
+        if (dropped.Count > 0)
         {
-            KvManifest.Delete(_options.Directory!, m.Version);
+            ManifestLog.DropAbove(version);
         }
 
         var old = Interlocked.Exchange(ref _store, null);
@@ -133,7 +135,7 @@ internal sealed class KvCheckpointer
             KvStore.DeleteLog(_options);
         }
 
-        _store = await KvStore.OpenAsync(_options, kept?.IndexToken ?? Guid.Empty, kept?.LogToken ?? Guid.Empty, cancellationToken).ConfigureAwait(false);
+        _store = await KvStore.OpenAsync(_options, kept, cancellationToken).ConfigureAwait(false);
         lock (_checkpointLock)
         {
             // The new lineage gets its own index checkpoint.
@@ -162,16 +164,20 @@ internal sealed class KvCheckpointer
             }
         }
 
+        if (pruned.Count == 0)
+        {
+            return;
+        }
+
         try
         {
-            foreach (var m in pruned)
-            {
-                KvManifest.Delete(_options.Directory!, m.Version);
-            }
-
+            // A pruned version that comes back after a crash is harmless while its checkpoints are there: the record
+            // is flushed to disk first only when checkpoint files are about to be deleted.
+            var unreferenced = store is null ? [] : Unreferenced(pruned);
+            ManifestLog.DropThrough(version, durable: unreferenced.Exists(token => !store!.Checkpoints.HoldsLogMetadata(token)));
             if (store is not null)
             {
-                PurgeUnreferenced(store, pruned, version);
+                Purge(store, unreferenced, version);
             }
         }
         catch (IOException e)
@@ -209,6 +215,10 @@ internal sealed class KvCheckpointer
         // FASTER must not be disposed under a running checkpoint; failures were reported to the completions already.
         await chain.ConfigureAwait(false);
         Interlocked.Exchange(ref _store, null)?.Dispose();
+        lock (_checkpointLock)
+        {
+            _log?.Dispose();
+        }
     }
 
     private async Task CheckpointAsync(Task previous, Capture capture)
@@ -249,13 +259,14 @@ internal sealed class KvCheckpointer
 
             capture.Started.TrySetResult();
             await completed.ConfigureAwait(false);
-            foreach (var (version, metadata, _) in capture.Versions)
+            byte[] logMetadata = store.Checkpoints.LogMetadataOf(token);
+            var manifests = capture.Versions.ConvertAll(v => new KvManifest(v.Version, indexToken, token, v.Metadata, logMetadata));
+            ManifestLog.Add([.. manifests]);
+            lock (_checkpointLock)
             {
-                var manifest = new KvManifest(version, indexToken, token, metadata);
-                manifest.Write(_options.Directory!);
-                lock (_checkpointLock)
+                foreach (var manifest in manifests)
                 {
-                    LoadManifests()[version] = manifest;
+                    LoadManifests()[manifest.Version] = manifest;
                 }
             }
 
@@ -284,10 +295,34 @@ internal sealed class KvCheckpointer
     }
 
     /// <summary>The durable manifests, read from disk once. Under _checkpointLock (or before any concurrency).</summary>
-    private SortedList<long, KvManifest> LoadManifests() => _manifests ??= KvManifest.ReadAll(_options.Directory!);
+    private SortedList<long, KvManifest> LoadManifests()
+    {
+        if (_manifests is null)
+        {
+            (_log, _manifests) = KvManifestLog.Open(_options.Directory!);
+        }
+
+        return _manifests;
+    }
+
+    /// <summary>The log of the durable manifests, opened with them.</summary>
+    private KvManifestLog ManifestLog
+    {
+        get
+        {
+            lock (_checkpointLock)
+            {
+                LoadManifests();
+                return _log!;
+            }
+        }
+    }
 
     /// <summary>Deletes the checkpoints of <paramref name="removed"/> that no remaining manifest and no future checkpoint needs.</summary>
-    private void PurgeUnreferenced(KvStore store, List<KvManifest> removed, long version)
+    private void PurgeUnreferenced(KvStore store, List<KvManifest> removed, long version) => Purge(store, Unreferenced(removed), version);
+
+    /// <summary>The checkpoint tokens of <paramref name="removed"/> that no remaining manifest and no future checkpoint needs.</summary>
+    private List<Guid> Unreferenced(List<KvManifest> removed)
     {
         var keep = new HashSet<Guid>();
         lock (_checkpointLock)
@@ -300,17 +335,28 @@ internal sealed class KvCheckpointer
             }
         }
 
+        var unreferenced = new List<Guid>();
+        foreach (var m in removed)
+        {
+            foreach (var token in (ReadOnlySpan<Guid>)[m.LogToken, m.IndexToken])
+            {
+                if (keep.Add(token))
+                {
+                    unreferenced.Add(token);
+                }
+            }
+        }
+
+        return unreferenced;
+    }
+
+    private void Purge(KvStore store, List<Guid> tokens, long version)
+    {
         try
         {
-            foreach (var m in removed)
+            foreach (var token in tokens)
             {
-                foreach (var token in (ReadOnlySpan<Guid>)[m.LogToken, m.IndexToken])
-                {
-                    if (keep.Add(token))
-                    {
-                        store.Checkpoints.Purge(token);
-                    }
-                }
+                store.Checkpoints.Purge(token);
             }
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)

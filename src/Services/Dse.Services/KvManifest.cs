@@ -4,80 +4,92 @@ using System.IO.Hashing;
 namespace Dse.Services;
 
 /// <summary>
-/// The durable record of one persisted version of a <see cref="SpeculativeKv"/>: which FASTER checkpoints hold it and
-/// the runtime metadata. One file per version, <c>manifests/{version:D19}.manifest</c>, written to a temporary file,
-/// flushed to disk, then renamed into place. Layout in docs/services.md.
+/// The durable record of one persisted version of a <see cref="SpeculativeKv"/>: which FASTER checkpoints hold it, the
+/// hybrid-log checkpoint's own metadata (FASTER's description of the log at the checkpoint) and the runtime metadata.
+/// Kept as records of <see cref="KvManifestLog"/>; layout in docs/services.md.
 /// </summary>
-internal sealed record KvManifest(long Version, Guid IndexToken, Guid LogToken, byte[] Metadata)
+/// <param name="Version">The runtime's version number.</param>
+/// <param name="IndexToken">FASTER's index checkpoint the version recovers with.</param>
+/// <param name="LogToken">FASTER's hybrid-log checkpoint holding the version's state.</param>
+/// <param name="Metadata">The runtime's metadata of the version.</param>
+/// <param name="LogMetadata">
+/// FASTER's commit metadata of the hybrid-log checkpoint. Empty for a manifest written by the one-file-per-version
+/// layout, whose log checkpoint metadata is in FASTER's own directory under <c>checkpoints/</c>.
+/// </param>
+internal sealed record KvManifest(long Version, Guid IndexToken, Guid LogToken, byte[] Metadata, byte[] LogMetadata)
 {
     private const uint Magic = 0x4D564B53; // "SKVM" little-endian
-    private const ushort Format = 1;
-    private const int FixedSize = 4 + 2 + 2 + 8 + 16 + 16 + 4;
+    private const ushort LegacyFormat = 1;
+    private const int LegacyFixedSize = 4 + 2 + 2 + 8 + 16 + 16 + 4;
 
+    /// <summary>The directory holding the manifest log (and, from the older layout, one file per version).</summary>
     public static string DirectoryOf(string root) => Path.Combine(root, "manifests");
 
-    public static string PathOf(string root, long version) => Path.Combine(DirectoryOf(root), $"{version:D19}.manifest");
+    /// <summary>The size of this manifest as a record body (see <see cref="WriteBody"/>).</summary>
+    public int BodySize => 8 + 16 + 16 + 4 + Metadata.Length + 4 + LogMetadata.Length;
 
-    /// <summary>Writes the manifest durably (replacing one of the same version left by a rolled-back lineage).</summary>
-    public void Write(string root)
+    /// <summary>Writes the body of a manifest record: <c>i64 version | index token | log token | i32 n | metadata | i32 m | log metadata</c>.</summary>
+    public void WriteBody(Span<byte> s)
     {
-        var bytes = new byte[FixedSize + Metadata.Length + 4];
-        var s = bytes.AsSpan();
-        BinaryPrimitives.WriteUInt32LittleEndian(s, Magic);
-        BinaryPrimitives.WriteUInt16LittleEndian(s[4..], Format);
-        BinaryPrimitives.WriteInt64LittleEndian(s[8..], Version);
-        IndexToken.TryWriteBytes(s[16..]);
-        LogToken.TryWriteBytes(s[32..]);
-        BinaryPrimitives.WriteInt32LittleEndian(s[48..], Metadata.Length);
-        Metadata.CopyTo(s[FixedSize..]);
-        BinaryPrimitives.WriteUInt32LittleEndian(s[^4..], Crc32.HashToUInt32(s[..^4]));
-
-        Directory.CreateDirectory(DirectoryOf(root));
-        string path = PathOf(root, Version);
-        string temporary = path + ".tmp";
-        using (var file = new FileStream(temporary, FileMode.Create, FileAccess.Write, FileShare.None))
-        {
-            file.Write(bytes);
-            file.Flush(flushToDisk: true);
-        }
-
-        File.Move(temporary, path, overwrite: true);
+        BinaryPrimitives.WriteInt64LittleEndian(s, Version);
+        IndexToken.TryWriteBytes(s[8..]);
+        LogToken.TryWriteBytes(s[24..]);
+        BinaryPrimitives.WriteInt32LittleEndian(s[40..], Metadata.Length);
+        Metadata.CopyTo(s[44..]);
+        int at = 44 + Metadata.Length;
+        BinaryPrimitives.WriteInt32LittleEndian(s[at..], LogMetadata.Length);
+        LogMetadata.CopyTo(s[(at + 4)..]);
     }
 
-    /// <summary>Reads every manifest under <paramref name="root"/>, ascending by version.</summary>
-    /// <exception cref="InvalidDataException">A manifest is corrupt; the message names the file.</exception>
-    public static SortedList<long, KvManifest> ReadAll(string root)
+    /// <summary>Reads a manifest record's body; null when its lengths do not add up to the body's size.</summary>
+    public static KvManifest? ReadBody(ReadOnlySpan<byte> s)
     {
-        var result = new SortedList<long, KvManifest>();
+        if (s.Length < 48)
+        {
+            return null;
+        }
+
+        int metaLength = BinaryPrimitives.ReadInt32LittleEndian(s[40..]);
+        if (metaLength < 0 || metaLength > s.Length - 48)
+        {
+            return null;
+        }
+
+        int at = 44 + metaLength;
+        int logLength = BinaryPrimitives.ReadInt32LittleEndian(s[at..]);
+        if (logLength < 0 || logLength != s.Length - at - 4)
+        {
+            return null;
+        }
+
+        return new KvManifest(
+            BinaryPrimitives.ReadInt64LittleEndian(s),
+            new Guid(s.Slice(8, 16)),
+            new Guid(s.Slice(24, 16)),
+            s.Slice(44, metaLength).ToArray(),
+            s.Slice(at + 4, logLength).ToArray());
+    }
+
+    /// <summary>The one-file-per-version manifests of the older layout (<c>manifests/{version:D19}.manifest</c>).</summary>
+    public static string[] LegacyFiles(string root)
+    {
         string dir = DirectoryOf(root);
-        if (!Directory.Exists(dir))
-        {
-            return result;
-        }
-
-        foreach (string path in Directory.EnumerateFiles(dir, "*.manifest"))
-        {
-            var manifest = Parse(File.ReadAllBytes(path), path);
-            result.Add(manifest.Version, manifest);
-        }
-
-        return result;
+        return Directory.Exists(dir) ? Directory.GetFiles(dir, "*.manifest") : [];
     }
 
-    /// <summary>Deletes this version's manifest file, if present.</summary>
-    public static void Delete(string root, long version) => File.Delete(PathOf(root, version));
-
-    private static KvManifest Parse(ReadOnlySpan<byte> s, string path)
+    /// <summary>Parses a manifest file of the older layout (format 1); its log checkpoint metadata is in FASTER's directory.</summary>
+    /// <exception cref="InvalidDataException">The file is corrupt; the message names it.</exception>
+    public static KvManifest ParseLegacy(ReadOnlySpan<byte> s, string path)
     {
-        if (s.Length < FixedSize + 4 || BinaryPrimitives.ReadUInt32LittleEndian(s) != Magic || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != Format)
+        if (s.Length < LegacyFixedSize + 4 || BinaryPrimitives.ReadUInt32LittleEndian(s) != Magic || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != LegacyFormat)
         {
             throw new InvalidDataException($"SpeculativeKv manifest '{path}' ({s.Length} bytes) has no valid header.");
         }
 
         int metaLength = BinaryPrimitives.ReadInt32LittleEndian(s[48..]);
-        if (metaLength < 0 || metaLength != s.Length - FixedSize - 4)
+        if (metaLength < 0 || metaLength != s.Length - LegacyFixedSize - 4)
         {
-            throw new InvalidDataException($"SpeculativeKv manifest '{path}' claims {metaLength} metadata bytes but holds {s.Length - FixedSize - 4}.");
+            throw new InvalidDataException($"SpeculativeKv manifest '{path}' claims {metaLength} metadata bytes but holds {s.Length - LegacyFixedSize - 4}.");
         }
 
         if (Crc32.HashToUInt32(s[..^4]) != BinaryPrimitives.ReadUInt32LittleEndian(s[^4..]))
@@ -85,6 +97,6 @@ internal sealed record KvManifest(long Version, Guid IndexToken, Guid LogToken, 
             throw new InvalidDataException($"SpeculativeKv manifest '{path}': the checksum does not match its contents.");
         }
 
-        return new KvManifest(BinaryPrimitives.ReadInt64LittleEndian(s[8..]), new Guid(s.Slice(16, 16)), new Guid(s.Slice(32, 16)), s.Slice(FixedSize, metaLength).ToArray());
+        return new KvManifest(BinaryPrimitives.ReadInt64LittleEndian(s[8..]), new Guid(s.Slice(16, 16)), new Guid(s.Slice(32, 16)), s.Slice(LegacyFixedSize, metaLength).ToArray(), []);
     }
 }

@@ -10,7 +10,7 @@ namespace Dse.Services;
 internal sealed class KvStore : IDisposable, IStateMachineCallback
 {
     private readonly IDevice _device;
-    private readonly PoolSafeCommitManager _checkpoints;
+    private readonly KvCheckpointCatalog _checkpoints;
 
     // The FASTER version a checkpoint started from, and the signal that it has moved past it (or null).
     private long _watchedVersion = long.MaxValue;
@@ -22,8 +22,8 @@ internal sealed class KvStore : IDisposable, IStateMachineCallback
         Directory.CreateDirectory(hlog);
         _device = DseDevices.CreateLocalFile(Path.Combine(hlog, "hlog.log"), new LocalFileDeviceOptions { RecoverDevice = true });
         // FASTER's own manager blocks the checkpointing thread (often a pool thread) on its writes: wrapped, the pool makes up for it.
-        _checkpoints = new PoolSafeCommitManager(new DeviceLogCommitCheckpointManager(
-            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.Combine(Path.GetFullPath(options.Directory!), "checkpoints")), removeOutdated: false));
+        _checkpoints = new KvCheckpointCatalog(new PoolSafeCommitManager(new DeviceLogCommitCheckpointManager(
+            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.Combine(Path.GetFullPath(options.Directory!), "checkpoints")), removeOutdated: false)));
         Faster = new FasterKV<SpanByte, SpanByte>(
             options.IndexBuckets,
             new LogSettings
@@ -39,16 +39,23 @@ internal sealed class KvStore : IDisposable, IStateMachineCallback
 
     public FasterKV<SpanByte, SpanByte> Faster { get; }
 
-    public ICheckpointManager Checkpoints => _checkpoints;
+    public KvCheckpointCatalog Checkpoints => _checkpoints;
 
-    /// <summary>Opens the store: empty, or recovered from the given index and hybrid log checkpoints.</summary>
-    public static async Task<KvStore> OpenAsync(SpeculativeKvOptions options, Guid indexToken, Guid logToken, CancellationToken cancellationToken)
+    /// <summary>
+    /// Opens the store: empty (no manifest), or recovered from the manifest's index and hybrid log checkpoints.
+    /// </summary>
+    public static async Task<KvStore> OpenAsync(SpeculativeKvOptions options, KvManifest? manifest, CancellationToken cancellationToken)
     {
         var store = new KvStore(options);
         try
         {
-            if (logToken != Guid.Empty)
+            if (manifest is { LogToken: var logToken, IndexToken: var indexToken })
             {
+                if (manifest.LogMetadata.Length > 0)
+                {
+                    store._checkpoints.Register(logToken, manifest.LogMetadata);
+                }
+
                 await store.Faster.RecoverAsync(indexToken, logToken, cancellationToken: cancellationToken).ConfigureAwait(false);
             }
 

@@ -366,6 +366,9 @@ public sealed class SpeculativeKv : StateObject
         return new StripeHold(stripe);
     }
 
+    /// <summary>The durable versions, as a restart would list them; for tests.</summary>
+    internal ValueTask<IReadOnlyList<PersistedVersion>> ListPersistedVersionsForTestAsync() => _checkpoints.ListVersionsAsync();
+
     private SemaphoreSlim StripeOf(ReadOnlySpan<byte> key) => _stripes[(int)(XxHash3.HashToUInt64(key) % StripeCount)];
 
     private KvStore OpenStore => _checkpoints.OpenStore;

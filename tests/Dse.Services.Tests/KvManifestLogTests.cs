@@ -1,0 +1,230 @@
+using System.Buffers.Binary;
+using System.IO.Hashing;
+using System.Text;
+using Dse.Services.Tests.Support;
+using FASTER.core;
+
+namespace Dse.Services.Tests;
+
+/// <summary>The manifest log of a <see cref="SpeculativeKv"/>: one file of records instead of a file per version.</summary>
+public class KvManifestLogTests
+{
+    private static KvManifest Manifest(long version, Guid? index = null) =>
+        new(version, index ?? Guid.NewGuid(), Guid.NewGuid(), Encoding.UTF8.GetBytes($"meta {version}"), Encoding.UTF8.GetBytes($"faster log {version}"));
+
+    private static string LogPath(string root) => Path.Combine(root, "manifests", KvManifestLog.FileName);
+
+    [Fact]
+    public void Records_ReplayedOnOpen_AddsDropsAndPrunesInOrder()
+    {
+        using var dir = new TempDirectory();
+        var (log, live) = KvManifestLog.Open(dir.Path);
+        Assert.Empty(live);
+        using (log)
+        {
+            for (long v = 1; v <= 6; v++)
+            {
+                log.Add(Manifest(v));
+            }
+
+            log.DropAbove(4);          // a restore to 4 forgets 5 and 6
+            log.Add(Manifest(5));      // the new lineage's 5
+            log.DropThrough(2, durable: false);
+        }
+
+        var (again, replayed) = KvManifestLog.Open(dir.Path);
+        using (again)
+        {
+            Assert.Equal([3L, 4, 5], replayed.Keys);
+            Assert.Equal("faster log 5", Encoding.UTF8.GetString(replayed[5].LogMetadata));
+            Assert.Equal("meta 3", Encoding.UTF8.GetString(replayed[3].Metadata));
+        }
+    }
+
+    [Fact]
+    public void TornLastRecord_IsCutOffAndTheLogAppendsAfterTheGoodOnes()
+    {
+        using var dir = new TempDirectory();
+        var (log, _) = KvManifestLog.Open(dir.Path);
+        using (log)
+        {
+            log.Add(Manifest(1));
+            log.Add(Manifest(2));
+        }
+
+        // A crash in the middle of appending version 3: its header made it, the rest did not.
+        long good = new FileInfo(LogPath(dir.Path)).Length;
+        using (var file = new FileStream(LogPath(dir.Path), FileMode.Append))
+        {
+            var partial = new byte[30];
+            BinaryPrimitives.WriteUInt32LittleEndian(partial, 0x4C564B53);
+            partial[4] = 1;
+            BinaryPrimitives.WriteInt32LittleEndian(partial.AsSpan(8), 200);
+            file.Write(partial);
+        }
+
+        var (reopened, live) = KvManifestLog.Open(dir.Path);
+        using (reopened)
+        {
+            Assert.Equal([1L, 2], live.Keys);
+            Assert.Equal(good, new FileInfo(LogPath(dir.Path)).Length);
+            reopened.Add(Manifest(3));
+        }
+
+        var (last, after) = KvManifestLog.Open(dir.Path);
+        using (last)
+        {
+            Assert.Equal([1L, 2, 3], after.Keys);
+        }
+    }
+
+    [Fact]
+    public void ZerosAfterTheLastRecord_AreATornTail()
+    {
+        using var dir = new TempDirectory();
+        var (log, _) = KvManifestLog.Open(dir.Path);
+        using (log)
+        {
+            log.Add(Manifest(1));
+        }
+
+        using (var file = new FileStream(LogPath(dir.Path), FileMode.Append))
+        {
+            file.Write(new byte[64]);
+        }
+
+        var (reopened, live) = KvManifestLog.Open(dir.Path);
+        using (reopened)
+        {
+            Assert.Equal([1L], live.Keys);
+        }
+    }
+
+    [Theory]
+    [InlineData(0, "no valid record header")]                 // the first record's magic, with records after it
+    [InlineData(30, "the checksum does not match its contents")]  // inside the first record's body
+    public void CorruptRecordBeforeOthers_IsRefusedNamingFileAndOffset(int offset, string what)
+    {
+        using var dir = new TempDirectory();
+        var (log, _) = KvManifestLog.Open(dir.Path);
+        using (log)
+        {
+            log.Add(Manifest(1));
+            log.Add(Manifest(2));
+        }
+
+        var bytes = File.ReadAllBytes(LogPath(dir.Path));
+        bytes[offset] ^= 0x5A;
+        File.WriteAllBytes(LogPath(dir.Path), bytes);
+
+        var ex = Assert.Throws<InvalidDataException>(() => KvManifestLog.Open(dir.Path));
+        Assert.Contains(LogPath(dir.Path), ex.Message, StringComparison.Ordinal);
+        Assert.Contains("at byte 0", ex.Message, StringComparison.Ordinal);
+        Assert.Contains(what, ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void UnknownRecordKind_IsRefused()
+    {
+        using var dir = new TempDirectory();
+        var (log, _) = KvManifestLog.Open(dir.Path);
+        using (log)
+        {
+            log.Add(Manifest(1));
+        }
+
+        // A well-formed record (valid checksum) of a kind this version does not know, followed by another record.
+        var record = new byte[12 + 8 + 4];
+        BinaryPrimitives.WriteUInt32LittleEndian(record, 0x4C564B53);
+        record[4] = 9;
+        BinaryPrimitives.WriteInt32LittleEndian(record.AsSpan(8), 8);
+        BinaryPrimitives.WriteUInt32LittleEndian(record.AsSpan(20), Crc32.HashToUInt32(record.AsSpan(0, 20)));
+        var existing = File.ReadAllBytes(LogPath(dir.Path));
+        File.WriteAllBytes(LogPath(dir.Path), [.. record, .. existing]);
+
+        var ex = Assert.Throws<InvalidDataException>(() => KvManifestLog.Open(dir.Path));
+        Assert.Contains("unknown record kind 9", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void PastTheCompactionSize_TheFileIsRewrittenWithTheLiveManifestsOnly()
+    {
+        using var dir = new TempDirectory();
+        var (log, _) = KvManifestLog.Open(dir.Path);
+        using (log)
+        {
+            log.CompactBytes = 4096;
+            for (long v = 1; v <= 200; v++)
+            {
+                log.Add(Manifest(v));
+                log.DropThrough(v - 3, durable: false);
+            }
+
+            Assert.True(log.Compactions > 0);
+            Assert.True(log.Length <= 4096 + 200, $"length {log.Length}");
+        }
+
+        var (reopened, live) = KvManifestLog.Open(dir.Path);
+        using (reopened)
+        {
+            Assert.Equal([198L, 199, 200], live.Keys);
+        }
+
+        Assert.False(File.Exists(LogPath(dir.Path) + ".tmp"));
+    }
+
+    [Fact]
+    [Trait("Category", "Recovery")]
+    public async Task OlderLayout_OneFilePerVersion_IsMovedIntoTheLogAndRecovers()
+    {
+        using var h = new KvHarness();
+        var coordinator = new ClusterCoordinator();
+        var kv = await h.OpenAsync(coordinator);
+        await kv.StartLocalActionAsync();
+        await kv.PutAsync(Encoding.UTF8.GetBytes("k"), Encoding.UTF8.GetBytes("v"));
+        kv.EndAction();
+        await kv.AdvanceVersionAsync();
+        await kv.WaitForCommitAsync(kv.CurrentVersion - 1, kv.WorldLine);
+        await kv.DisposeAsync();
+
+        // Rewrite the directory in the older layout: a manifest file per version, the log checkpoint's metadata in
+        // FASTER's own directory.
+        var (log, live) = KvManifestLog.Open(h.Directory);
+        log.Dispose();
+        Assert.NotEmpty(live);
+        using (var faster = new DeviceLogCommitCheckpointManager(
+            new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.Combine(h.Directory, "checkpoints")), removeOutdated: false))
+        {
+            foreach (var m in live.Values)
+            {
+                faster.CommitLogCheckpoint(m.LogToken, m.LogMetadata);
+                File.WriteAllBytes(Path.Combine(h.Directory, "manifests", $"{m.Version:D19}.manifest"), LegacyManifest(m));
+            }
+        }
+
+        File.Delete(LogPath(h.Directory));
+
+        await using var kv2 = await h.OpenAsync(coordinator);
+        await kv2.StartLocalActionAsync();
+        Assert.Equal("v", Encoding.UTF8.GetString((await kv2.GetAsync(Encoding.UTF8.GetBytes("k")))!));
+        kv2.EndAction();
+        Assert.Empty(Directory.GetFiles(Path.Combine(h.Directory, "manifests"), "*.manifest"));
+        Assert.True(File.Exists(LogPath(h.Directory)));
+    }
+
+    /// <summary>A manifest file of the older layout (format 1), as docs/services.md described it.</summary>
+    private static byte[] LegacyManifest(KvManifest m)
+    {
+        var bytes = new byte[52 + m.Metadata.Length + 4];
+        var s = bytes.AsSpan();
+        BinaryPrimitives.WriteUInt32LittleEndian(s, 0x4D564B53);
+        BinaryPrimitives.WriteUInt16LittleEndian(s[4..], 1);
+        BinaryPrimitives.WriteInt64LittleEndian(s[8..], m.Version);
+        m.IndexToken.TryWriteBytes(s[16..]);
+        m.LogToken.TryWriteBytes(s[32..]);
+        BinaryPrimitives.WriteInt32LittleEndian(s[48..], m.Metadata.Length);
+        m.Metadata.CopyTo(s[52..]);
+        BinaryPrimitives.WriteUInt32LittleEndian(s[^4..], Crc32.HashToUInt32(s[..^4]));
+        return bytes;
+    }
+}
