@@ -1,12 +1,13 @@
 using System.Globalization;
 using ScottPlot;
+using ScottPlot.TickGenerators;
 
 namespace Dse.Charts;
 
 /// <summary>
 /// The travel scenario (<c>travel.json</c>, libDSE's Fig. 9): a trip booked as a saga on the workflow engine. Left:
 /// mean (solid) and p95 (dashed) latency for trips of 1..5 services at 10 trips/s, speculative against non-speculative.
-/// Right: p50 latency for trips of 3 services as the arrival rate rises, both modes.
+/// Right: p50 latency (log scale) for trips of 3 services as the arrival rate rises, both modes.
 /// </summary>
 internal static class TravelLatencyChart
 {
@@ -77,6 +78,7 @@ internal static class TravelLatencyChart
         int services = (int)report.ResultOr("sweep_services", 3);
         var plot = ChartStyle.Create($"Travel reservation, {services} services: p50 latency vs arrival rate", report);
         double top = 0;
+        double bottom = double.MaxValue;
         double right = 0;
         foreach (var (mode, color, legend) in new[] { ("spec", ChartStyle.Speculative, "speculative"), ("nonspec", ChartStyle.NonSpeculative, "non-speculative") })
         {
@@ -87,14 +89,27 @@ internal static class TravelLatencyChart
                 throw new ChartInputException(report.File, $"samples.{mode}_sweep_p50_ms", "must have one value per rate");
             }
 
-            ChartStyle.AddSeries(plot, rates, p50, color, LinePattern.Solid, $"{legend} p50 (highest rate within 2x of the 10/s p50: {report.ResultOr($"max_rate_{mode}", double.NaN).ToString("0", CultureInfo.InvariantCulture)}/s)");
+            if (p50.Any(value => !(value > 0)))
+            {
+                throw new ChartInputException(report.File, $"samples.{mode}_sweep_p50_ms", "must be positive (the axis is logarithmic)");
+            }
+
+            // Logarithmic: a saturated mode's seconds would otherwise flatten the other's milliseconds.
+            ChartStyle.AddSeries(plot, rates, [.. p50.Select(Math.Log10)], color, LinePattern.Solid, $"{legend} p50 (highest rate within 2x of the 10/s p50: {report.ResultOr($"max_rate_{mode}", double.NaN).ToString("0", CultureInfo.InvariantCulture)}/s)");
             top = Math.Max(top, p50.Max());
+            bottom = Math.Min(bottom, p50.Min());
             right = Math.Max(right, rates.Max());
         }
 
         plot.XLabel("arrival rate (trips/s)");
-        plot.YLabel("p50 trip latency (ms)");
-        plot.Axes.SetLimits(0, right * 1.05, 0, top * 1.25);
+        plot.YLabel("p50 trip latency (ms, log scale)");
+        plot.Axes.Left.TickGenerator = new NumericAutomatic
+        {
+            MinorTickGenerator = new LogMinorTickGenerator(),
+            IntegerTicksOnly = true,
+            LabelFormatter = y => Math.Pow(10, y).ToString("0.###", CultureInfo.InvariantCulture),
+        };
+        plot.Axes.SetLimits(0, right * 1.05, Math.Floor(Math.Log10(bottom * 0.9)), Math.Ceiling(Math.Log10(top * 1.4)));
         plot.ShowLegend(Alignment.UpperLeft);
         return plot;
     }
