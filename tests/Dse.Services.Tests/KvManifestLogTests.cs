@@ -14,6 +14,33 @@ public class KvManifestLogTests
 
     private static string LogPath(string root) => Path.Combine(root, "manifests", KvManifestLog.FileName);
 
+    /// <summary>Opens the log under <paramref name="root"/>, adds the versions' manifests one append each, and closes it.</summary>
+    private static void AddVersions(string root, params long[] versions)
+    {
+        var (log, _) = KvManifestLog.Open(root);
+        using (log)
+        {
+            foreach (long version in versions)
+            {
+                log.Add(Manifest(version));
+            }
+        }
+    }
+
+    /// <summary>The versions a reopened log lists.</summary>
+    private static long[] Reopen(string root)
+    {
+        var (log, live) = KvManifestLog.Open(root);
+        log.Dispose();
+        return [.. live.Keys];
+    }
+
+    private static void AppendBytes(string root, byte[] bytes)
+    {
+        using var file = new FileStream(LogPath(root), FileMode.Append);
+        file.Write(bytes);
+    }
+
     [Fact]
     public void Records_ReplayedOnOpen_AddsDropsAndPrunesInOrder()
     {
@@ -45,59 +72,29 @@ public class KvManifestLogTests
     public void TornLastRecord_IsCutOffAndTheLogAppendsAfterTheGoodOnes()
     {
         using var dir = new TempDirectory();
-        var (log, _) = KvManifestLog.Open(dir.Path);
-        using (log)
-        {
-            log.Add(Manifest(1));
-            log.Add(Manifest(2));
-        }
+        AddVersions(dir.Path, 1, 2);
 
         // A crash in the middle of appending version 3: its header made it, the rest did not.
         long good = new FileInfo(LogPath(dir.Path)).Length;
-        using (var file = new FileStream(LogPath(dir.Path), FileMode.Append))
-        {
-            var partial = new byte[30];
-            BinaryPrimitives.WriteUInt32LittleEndian(partial, 0x4C564B53);
-            partial[4] = 1;
-            BinaryPrimitives.WriteInt32LittleEndian(partial.AsSpan(8), 200);
-            file.Write(partial);
-        }
+        var partial = new byte[30];
+        BinaryPrimitives.WriteUInt32LittleEndian(partial, 0x4C564B53);
+        partial[4] = 1;
+        BinaryPrimitives.WriteInt32LittleEndian(partial.AsSpan(8), 200);
+        AppendBytes(dir.Path, partial);
 
-        var (reopened, live) = KvManifestLog.Open(dir.Path);
-        using (reopened)
-        {
-            Assert.Equal([1L, 2], live.Keys);
-            Assert.Equal(good, new FileInfo(LogPath(dir.Path)).Length);
-            reopened.Add(Manifest(3));
-        }
-
-        var (last, after) = KvManifestLog.Open(dir.Path);
-        using (last)
-        {
-            Assert.Equal([1L, 2, 3], after.Keys);
-        }
+        Assert.Equal([1L, 2], Reopen(dir.Path));
+        Assert.Equal(good, new FileInfo(LogPath(dir.Path)).Length);
+        AddVersions(dir.Path, 3);
+        Assert.Equal([1L, 2, 3], Reopen(dir.Path));
     }
 
     [Fact]
     public void ZerosAfterTheLastRecord_AreATornTail()
     {
         using var dir = new TempDirectory();
-        var (log, _) = KvManifestLog.Open(dir.Path);
-        using (log)
-        {
-            log.Add(Manifest(1));
-        }
-
-        using (var file = new FileStream(LogPath(dir.Path), FileMode.Append))
-        {
-            file.Write(new byte[64]);
-        }
-
-        var (reopened, live) = KvManifestLog.Open(dir.Path);
-        using (reopened)
-        {
-            Assert.Equal([1L], live.Keys);
-        }
+        AddVersions(dir.Path, 1);
+        AppendBytes(dir.Path, new byte[64]);
+        Assert.Equal([1L], Reopen(dir.Path));
     }
 
     [Theory]
@@ -106,12 +103,7 @@ public class KvManifestLogTests
     public void CorruptRecordBeforeOthers_IsRefusedNamingFileAndOffset(int offset, string what)
     {
         using var dir = new TempDirectory();
-        var (log, _) = KvManifestLog.Open(dir.Path);
-        using (log)
-        {
-            log.Add(Manifest(1));
-            log.Add(Manifest(2));
-        }
+        AddVersions(dir.Path, 1, 2);
 
         var bytes = File.ReadAllBytes(LogPath(dir.Path));
         bytes[offset] ^= 0x5A;
@@ -127,11 +119,7 @@ public class KvManifestLogTests
     public void UnknownRecordKind_IsRefused()
     {
         using var dir = new TempDirectory();
-        var (log, _) = KvManifestLog.Open(dir.Path);
-        using (log)
-        {
-            log.Add(Manifest(1));
-        }
+        AddVersions(dir.Path, 1);
 
         // A well-formed record (valid checksum) of a kind this version does not know, followed by another record.
         var record = new byte[12 + 8 + 4];
@@ -164,11 +152,7 @@ public class KvManifestLogTests
             Assert.True(log.Length <= 4096 + 200, $"length {log.Length}");
         }
 
-        var (reopened, live) = KvManifestLog.Open(dir.Path);
-        using (reopened)
-        {
-            Assert.Equal([198L, 199, 200], live.Keys);
-        }
+        Assert.Equal([198L, 199, 200], Reopen(dir.Path));
 
         Assert.False(File.Exists(LogPath(dir.Path) + ".tmp"));
     }
