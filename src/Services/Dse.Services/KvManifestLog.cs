@@ -118,14 +118,16 @@ internal sealed class KvManifestLog : IDisposable
             records[i] = Record(Kind.Manifest, manifests[i].BodySize, manifests[i].WriteBody);
         }
 
+        var added = manifests.ToArray();
         lock (_lock)
         {
-            foreach (var manifest in manifests)
+            Append(durable: true, records, () =>
             {
-                _live[manifest.Version] = manifest;
-            }
-
-            Append(durable: true, records);
+                foreach (var manifest in added)
+                {
+                    _live[manifest.Version] = manifest;
+                }
+            });
         }
     }
 
@@ -135,8 +137,7 @@ internal sealed class KvManifestLog : IDisposable
         var bytes = Record(Kind.DropAbove, 8, s => BinaryPrimitives.WriteInt64LittleEndian(s, version));
         lock (_lock)
         {
-            RemoveAbove(_live, version);
-            Append(durable: true, bytes);
+            Append(durable: true, [bytes], () => RemoveAbove(_live, version));
         }
     }
 
@@ -150,8 +151,7 @@ internal sealed class KvManifestLog : IDisposable
         var bytes = Record(Kind.DropThrough, 8, s => BinaryPrimitives.WriteInt64LittleEndian(s, version));
         lock (_lock)
         {
-            RemoveThrough(_live, version);
-            Append(durable, bytes);
+            Append(durable, [bytes], () => RemoveThrough(_live, version));
         }
     }
 
@@ -164,23 +164,53 @@ internal sealed class KvManifestLog : IDisposable
         }
     }
 
-    private void Append(bool durable, params ReadOnlySpan<byte[]> records)
+    /// <summary>
+    /// Appends records, flushed to disk when <paramref name="durable"/>, then applies them to the live set. Under the
+    /// lock. If the write fails (a full disk), the file is cut back to where it was, so no partial record is left for
+    /// later ones to follow, and the live set is unchanged.
+    /// </summary>
+    private void Append(bool durable, byte[][] records, Action apply)
     {
-        foreach (var record in records)
+        long start = _file.Length;
+        try
         {
-            _file.Write(record);
+            foreach (var record in records)
+            {
+                _file.Write(record);
+            }
+
+            _file.Flush(flushToDisk: durable);
+        }
+        catch
+        {
+            try
+            {
+                _file.SetLength(start);
+                _file.Position = start;
+            }
+            catch (IOException)
+            {
+                // The file cannot be cut back either; the partial record is a torn tail only if nothing follows it.
+            }
+
+            throw;
         }
 
+        apply();
         if (_file.Length > CompactBytes)
         {
-            Compact();
-            return;
+            // The records are in place; a failed rewrite leaves the file as it is, to be tried at the next append.
+            try
+            {
+                Compact();
+            }
+            catch (IOException)
+            {
+            }
         }
-
-        _file.Flush(flushToDisk: durable);
     }
 
-    /// <summary>Rewrites the file with the live manifests only. Under the lock.</summary>
+    /// <summary>Rewrites the file with the live manifests (with the records just appended) only. Under the lock.</summary>
     private void Compact()
     {
         string temporary = _path + ".tmp";
@@ -194,13 +224,19 @@ internal sealed class KvManifestLog : IDisposable
             file.Flush(flushToDisk: true);
         }
 
-        // Until the rename the old file (flushed above only if the caller asked) holds the same live set.
+        // Until the rename the old file holds the same live set: flushed, it stays right if the rename is lost.
         _file.Flush(flushToDisk: true);
         _file.Dispose();
-        File.Move(temporary, _path, overwrite: true);
-        _file = new FileStream(_path, FileMode.Open, FileAccess.ReadWrite, FileShare.Read);
-        _file.Position = _file.Length;
-        Compactions++;
+        try
+        {
+            File.Move(temporary, _path, overwrite: true);
+            Compactions++;
+        }
+        finally
+        {
+            _file = new FileStream(_path, FileMode.Open, FileAccess.ReadWrite, FileShare.Read);
+            _file.Position = _file.Length;
+        }
     }
 
     private static byte[] Record(Kind kind, int bodySize, SpanAction body)
