@@ -135,6 +135,28 @@ public class KvManifestLogTests
     }
 
     [Fact]
+    public void FailedAppend_CutsTheFileBackAndChangesNothing()
+    {
+        using var dir = new TempDirectory();
+        AddVersions(dir.Path, 1, 2);
+        long before = new FileInfo(LogPath(dir.Path)).Length;
+        var (log, _) = KvManifestLog.Open(dir.Path);
+        using (log)
+        {
+            log.AfterWriteForTest = () => throw new IOException("No space left on device");
+            Assert.Throws<IOException>(() => log.Add(Manifest(3)));
+            Assert.Throws<IOException>(() => log.DropThrough(1, durable: true));
+            Assert.Equal(before, log.Length);
+
+            log.AfterWriteForTest = null;
+            log.Add(Manifest(4));
+        }
+
+        // Version 3 was never durable and version 1 never dropped; nothing partial sits between the records.
+        Assert.Equal([1L, 2, 4], Reopen(dir.Path));
+    }
+
+    [Fact]
     public void PastTheCompactionSize_TheFileIsRewrittenWithTheLiveManifestsOnly()
     {
         using var dir = new TempDirectory();

@@ -46,6 +46,9 @@ internal sealed class KvManifestLog : IDisposable
     /// <summary>The size past which an append rewrites the file with the live manifests only. 1 MiB; settable for tests.</summary>
     internal long CompactBytes { get; set; } = 1L << 20;
 
+    /// <summary>Runs after an append's writes, before its flush; a test throws from it to stand for a failed write.</summary>
+    internal Action? AfterWriteForTest { get; set; }
+
     /// <summary>How many times the file was rewritten (for tests).</summary>
     internal int Compactions { get; private set; }
 
@@ -179,6 +182,7 @@ internal sealed class KvManifestLog : IDisposable
                 _file.Write(record);
             }
 
+            AfterWriteForTest?.Invoke();
             _file.Flush(flushToDisk: durable);
         }
         catch
