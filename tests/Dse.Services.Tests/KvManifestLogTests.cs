@@ -17,7 +17,7 @@ public class KvManifestLogTests
     /// <summary>Opens the log under <paramref name="root"/>, adds the versions' manifests one append each, and closes it.</summary>
     private static void AddVersions(string root, params long[] versions)
     {
-        var (log, _) = KvManifestLog.Open(root);
+        var log = KvManifestLog.Open(root);
         using (log)
         {
             foreach (long version in versions)
@@ -30,9 +30,8 @@ public class KvManifestLogTests
     /// <summary>The versions a reopened log lists.</summary>
     private static long[] Reopen(string root)
     {
-        var (log, live) = KvManifestLog.Open(root);
-        log.Dispose();
-        return [.. live.Keys];
+        using var log = KvManifestLog.Open(root);
+        return [.. log.Live.Select(m => m.Version)];
     }
 
     private static void AppendBytes(string root, byte[] bytes)
@@ -45,8 +44,8 @@ public class KvManifestLogTests
     public void Records_ReplayedOnOpen_AddsDropsAndPrunesInOrder()
     {
         using var dir = new TempDirectory();
-        var (log, live) = KvManifestLog.Open(dir.Path);
-        Assert.Empty(live);
+        var log = KvManifestLog.Open(dir.Path);
+        Assert.Empty(log.Live);
         using (log)
         {
             for (long v = 1; v <= 6; v++)
@@ -59,10 +58,11 @@ public class KvManifestLogTests
             log.DropThrough(2, durable: false);
         }
 
-        var (again, replayed) = KvManifestLog.Open(dir.Path);
+        var again = KvManifestLog.Open(dir.Path);
+        var replayed = again.Live.ToDictionary(m => m.Version);
         using (again)
         {
-            Assert.Equal([3L, 4, 5], replayed.Keys);
+            Assert.Equal([3L, 4, 5], again.Live.Select(m => m.Version));
             Assert.Equal("faster log 5", Encoding.UTF8.GetString(replayed[5].LogMetadata));
             Assert.Equal("meta 3", Encoding.UTF8.GetString(replayed[3].Metadata));
         }
@@ -140,7 +140,7 @@ public class KvManifestLogTests
         using var dir = new TempDirectory();
         AddVersions(dir.Path, 1, 2);
         long before = new FileInfo(LogPath(dir.Path)).Length;
-        var (log, _) = KvManifestLog.Open(dir.Path);
+        var log = KvManifestLog.Open(dir.Path);
         using (log)
         {
             log.AfterWriteForTest = () => throw new IOException("No space left on device");
@@ -160,7 +160,7 @@ public class KvManifestLogTests
     public void PastTheCompactionSize_TheFileIsRewrittenWithTheLiveManifestsOnly()
     {
         using var dir = new TempDirectory();
-        var (log, _) = KvManifestLog.Open(dir.Path);
+        var log = KvManifestLog.Open(dir.Path);
         using (log)
         {
             log.CompactBytes = 4096;
@@ -195,13 +195,14 @@ public class KvManifestLogTests
 
         // Rewrite the directory in the older layout: a manifest file per version, the log checkpoint's metadata in
         // FASTER's own directory.
-        var (log, live) = KvManifestLog.Open(h.Directory);
+        var log = KvManifestLog.Open(h.Directory);
+        var live = log.Live;
         log.Dispose();
         Assert.NotEmpty(live);
         using (var faster = new DeviceLogCommitCheckpointManager(
             new LocalStorageNamedDeviceFactory(), new DefaultCheckpointNamingScheme(Path.Combine(h.Directory, "checkpoints")), removeOutdated: false))
         {
-            foreach (var m in live.Values)
+            foreach (var m in live)
             {
                 faster.CommitLogCheckpoint(m.LogToken, m.LogMetadata);
                 File.WriteAllBytes(Path.Combine(h.Directory, "manifests", $"{m.Version:D19}.manifest"), LegacyManifest(m));

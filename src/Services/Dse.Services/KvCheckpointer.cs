@@ -17,12 +17,10 @@ internal sealed class KvCheckpointer
     private readonly ILogger _logger;
     private readonly long _id;
 
-    // Guards _open, _barrier, _chain, _manifests and _log.
+    // Guards _open, _barrier, _chain and _log.
     private readonly Lock _checkpointLock = new();
 
-    // Durable versions by number: what ListVersions returns and what Restore recovers. Loaded at the first listing,
-    // with the log that keeps them.
-    private SortedList<long, KvManifest>? _manifests;
+    // The durable versions: what ListVersions returns and what Restore recovers. Opened at the first use.
     private KvManifestLog? _log;
 
     // The open FasterKV; null until ConnectAsync restores. Replaced only by Restore (no operation runs then).
@@ -105,22 +103,14 @@ internal sealed class KvCheckpointer
         }
 
         await chain.ConfigureAwait(false);
-        KvManifest? kept = null;
-        var dropped = new List<KvManifest>();
-        lock (_checkpointLock)
+        var manifests = ManifestLog.Live;
+        var kept = manifests.FirstOrDefault(m => m.Version == version);
+        if (version != 0 && kept is null)
         {
-            var manifests = LoadManifests();
-            if (version != 0 && !manifests.TryGetValue(version, out kept))
-            {
-                throw new InvalidOperationException($"SpeculativeKv {_id}: cannot restore version {version}; the store holds versions {string.Join(", ", manifests.Keys)}.");
-            }
-
-            while (manifests.Count > 0 && manifests.Keys[^1] > version)
-            {
-                dropped.Add(manifests.Values[^1]);
-                manifests.RemoveAt(manifests.Count - 1);
-            }
+            throw new InvalidOperationException($"SpeculativeKv {_id}: cannot restore version {version}; the store holds versions {string.Join(", ", manifests.Select(m => m.Version))}.");
         }
+
+        var dropped = manifests.Where(m => m.Version > version).ToList();
 
         // Durably forget the later versions before anything else.
         if (dropped.Count > 0)
@@ -143,7 +133,7 @@ internal sealed class KvCheckpointer
             _sinceIndex = 0;
         }
 
-        PurgeUnreferenced(_store, dropped, version);
+        Purge(_store, Unreferenced(dropped, manifests.Where(m => m.Version <= version)), version);
 
         ServicesLogMessages.KvRestored(_logger, _id, version, kept?.LogToken ?? Guid.Empty);
         return kept?.Metadata ?? ReadOnlyMemory<byte>.Empty;
@@ -153,17 +143,8 @@ internal sealed class KvCheckpointer
     public void Prune(long version)
     {
         var store = Volatile.Read(ref _store);
-        var pruned = new List<KvManifest>();
-        lock (_checkpointLock)
-        {
-            var manifests = LoadManifests();
-            while (manifests.Count > 0 && manifests.Keys[0] <= version)
-            {
-                pruned.Add(manifests.Values[0]);
-                manifests.RemoveAt(0);
-            }
-        }
-
+        var manifests = ManifestLog.Live;
+        var pruned = manifests.Where(m => m.Version <= version).ToList();
         if (pruned.Count == 0)
         {
             return;
@@ -173,7 +154,7 @@ internal sealed class KvCheckpointer
         {
             // A pruned version that comes back after a crash is harmless while its checkpoints are there: the record
             // is flushed to disk first only when checkpoint files are about to be deleted.
-            var unreferenced = store is null ? [] : Unreferenced(pruned);
+            var unreferenced = store is null ? [] : Unreferenced(pruned, manifests.Where(m => m.Version > version));
             ManifestLog.DropThrough(version, durable: unreferenced.Exists(token => !store!.Checkpoints.HoldsLogMetadata(token)));
             if (store is not null)
             {
@@ -190,17 +171,8 @@ internal sealed class KvCheckpointer
     /// <summary>The durable versions.</summary>
     public ValueTask<IReadOnlyList<PersistedVersion>> ListVersionsAsync()
     {
-        lock (_checkpointLock)
-        {
-            var manifests = LoadManifests();
-            var versions = new List<PersistedVersion>(manifests.Count);
-            foreach (var m in manifests.Values)
-            {
-                versions.Add(new PersistedVersion(m.Version, m.Metadata));
-            }
-
-            return ValueTask.FromResult<IReadOnlyList<PersistedVersion>>(versions);
-        }
+        var versions = ManifestLog.Live.Select(m => new PersistedVersion(m.Version, m.Metadata)).ToList();
+        return ValueTask.FromResult<IReadOnlyList<PersistedVersion>>(versions);
     }
 
     /// <summary>Waits for the running checkpoints, then closes the store.</summary>
@@ -262,13 +234,6 @@ internal sealed class KvCheckpointer
             byte[] logMetadata = store.Checkpoints.LogMetadataOf(token);
             var manifests = capture.Versions.ConvertAll(v => new KvManifest(v.Version, indexToken, token, v.Metadata, logMetadata));
             ManifestLog.Add([.. manifests]);
-            lock (_checkpointLock)
-            {
-                foreach (var manifest in manifests)
-                {
-                    LoadManifests()[manifest.Version] = manifest;
-                }
-            }
 
             foreach (var (_, _, completion) in capture.Versions)
             {
@@ -294,45 +259,31 @@ internal sealed class KvCheckpointer
         }
     }
 
-    /// <summary>The durable manifests, read from disk once. Under _checkpointLock (or before any concurrency).</summary>
-    private SortedList<long, KvManifest> LoadManifests()
-    {
-        if (_manifests is null)
-        {
-            (_log, _manifests) = KvManifestLog.Open(_options.Directory!);
-        }
-
-        return _manifests;
-    }
-
-    /// <summary>The log of the durable manifests, opened with them.</summary>
+    /// <summary>The log of the durable manifests, read from disk at the first use.</summary>
     private KvManifestLog ManifestLog
     {
         get
         {
             lock (_checkpointLock)
             {
-                LoadManifests();
-                return _log!;
+                return _log ??= KvManifestLog.Open(_options.Directory!);
             }
         }
     }
 
-    /// <summary>Deletes the checkpoints of <paramref name="removed"/> that no remaining manifest and no future checkpoint needs.</summary>
-    private void PurgeUnreferenced(KvStore store, List<KvManifest> removed, long version) => Purge(store, Unreferenced(removed), version);
-
-    /// <summary>The checkpoint tokens of <paramref name="removed"/> that no remaining manifest and no future checkpoint needs.</summary>
-    private List<Guid> Unreferenced(List<KvManifest> removed)
+    /// <summary>The checkpoint tokens of <paramref name="removed"/> that no <paramref name="remaining"/> manifest and no future checkpoint needs.</summary>
+    private List<Guid> Unreferenced(List<KvManifest> removed, IEnumerable<KvManifest> remaining)
     {
         var keep = new HashSet<Guid>();
         lock (_checkpointLock)
         {
             keep.Add(_indexToken);
-            foreach (var m in LoadManifests().Values)
-            {
-                keep.Add(m.IndexToken);
-                keep.Add(m.LogToken);
-            }
+        }
+
+        foreach (var m in remaining)
+        {
+            keep.Add(m.IndexToken);
+            keep.Add(m.LogToken);
         }
 
         var unreferenced = new List<Guid>();

@@ -64,9 +64,21 @@ internal sealed class KvManifestLog : IDisposable
         }
     }
 
-    /// <summary>Opens (or creates) the log under <paramref name="root"/> and returns it with the live manifests, ascending by version.</summary>
+    /// <summary>The live manifests, ascending by version: a snapshot.</summary>
+    public IReadOnlyList<KvManifest> Live
+    {
+        get
+        {
+            lock (_lock)
+            {
+                return [.. _live.Values];
+            }
+        }
+    }
+
+    /// <summary>Opens (or creates) the log under <paramref name="root"/>, with its live manifests.</summary>
     /// <exception cref="InvalidDataException">A record other than a torn last one, or an older-layout manifest file, is corrupt; the message names the file.</exception>
-    public static (KvManifestLog Log, SortedList<long, KvManifest> Manifests) Open(string root)
+    public static KvManifestLog Open(string root)
     {
         string dir = KvManifest.DirectoryOf(root);
         Directory.CreateDirectory(dir);
@@ -91,7 +103,7 @@ internal sealed class KvManifestLog : IDisposable
             }
 
             stream.Position = end;
-            var log = new KvManifestLog(path, stream, new SortedList<long, KvManifest>(live));
+            var log = new KvManifestLog(path, stream, live);
             if (legacy.Length > 0)
             {
                 // Move the older layout's manifests into the log (durably), then delete their files.
@@ -103,7 +115,7 @@ internal sealed class KvManifestLog : IDisposable
                 }
             }
 
-            return (log, live);
+            return log;
         }
         catch
         {
