@@ -1,5 +1,4 @@
 using System.Net;
-using Dse.Grpc;
 using Dse.Hosting;
 using Dse.Samples.HelloDse.Wire;
 using Dse.Storage;
@@ -65,9 +64,9 @@ public static class ServiceHost
         useCoordinator(dse);
 
         // Calls from the Greeter's handlers carry its state: the client goes through the DseClientInterceptor that
-        // AddGrpcInterceptors registered.
+        // AddGrpcInterceptors registered, on connections that concurrent first calls cannot break (docs/grpc.md).
         builder.Services.AddGrpcClient<Visits.VisitsClient>(client => client.Address = visits)
-            .AddInterceptor<DseClientInterceptor>();
+            .AddDseInterceptor();
 
         var app = builder.Build();
         app.MapGrpcService<GreeterService>();

@@ -2,7 +2,6 @@ using System.Diagnostics;
 using System.Globalization;
 using System.Net;
 using System.Text;
-using Dse.Grpc;
 using Dse.Storage;
 using Dse.Testing.Wire;
 using Grpc.Net.Client;
@@ -106,6 +105,10 @@ internal static class Program
         catch (Exception ex)
         {
             await errors.WriteLineAsync($"FAIL {ex}");
+            if (ex is global::Grpc.Core.RpcException { Status.DebugException: { } debug })
+            {
+                await errors.WriteLineAsync($"DEBUG {debug}");
+            }
             return ExitFailed;
         }
     }
@@ -113,25 +116,9 @@ internal static class Program
     /// <summary>One plain call to Front (no DSE header: the reply waits at its barrier); prints its ACK.</summary>
     private static async Task AddAsync(Front.FrontClient client, TextWriter output)
     {
-        AddReply reply;
-        try
-        {
-            reply = await client.AddAsync(new AddRequest { Amount = 1 }, deadline: DateTime.UtcNow + CallTimeout);
-        }
-        catch (global::Grpc.Core.RpcException ex) when (NeverSent(ex))
-        {
-            // grpc-dotnet's connection setup can fail a fresh channel's first call before anything is sent
-            // (grpc/grpc-dotnet#1720: NotSupportedException from its subchannel transport); the server never saw it.
-            reply = await client.AddAsync(new AddRequest { Amount = 1 }, deadline: DateTime.UtcNow + CallTimeout);
-        }
-
+        var reply = await client.AddAsync(new AddRequest { Amount = 1 }, deadline: DateTime.UtcNow + CallTimeout);
         await output.WriteLineAsync(string.Create(CultureInfo.InvariantCulture, $"ACK {reply.Total}"));
     }
-
-    private static bool NeverSent(global::Grpc.Core.RpcException ex) =>
-        ex.StatusCode == global::Grpc.Core.StatusCode.Internal
-        && ex.Status.Detail.StartsWith("Error starting gRPC call.", StringComparison.Ordinal)
-        && ex.Status.DebugException is System.Net.Http.HttpRequestException { InnerException: NotSupportedException };
 
     /// <summary>
     /// A snapshot log on a local file, with buffered writes: a kill -9 loses the process, not the page cache, which is
@@ -175,7 +162,7 @@ internal static class Program
 
         // Front calls Back in this same host, through the DSE client interceptor: the call carries Front's state.
         builder.Services.AddGrpcClient<Back.BackClient>((services, client) => client.Address = AddressOf(services))
-            .AddInterceptor<DseClientInterceptor>();
+            .AddDseInterceptor();
 
         var app = builder.Build();
         app.MapGrpcService<FrontService>();

@@ -12,8 +12,8 @@ public static class DseGrpcBuilderExtensions
     /// Makes every gRPC service of the host speculative on behalf of the StateObject registered as
     /// <typeparamref name="TStateObject"/>: each call runs through a <see cref="DseServerInterceptor"/> (see
     /// docs/grpc.md). Also registers a <see cref="DseClientInterceptor"/> singleton for outgoing calls; add it to gRPC
-    /// clients with <c>AddGrpcClient&lt;T&gt;(...).AddInterceptor&lt;DseClientInterceptor&gt;()</c> or
-    /// <c>channel.Intercept(...)</c>. Calls that arrive before the StateObject connected fail with UNAVAILABLE; a reply
+    /// clients with <c>AddGrpcClient&lt;T&gt;(...).AddDseInterceptor()</c> (see
+    /// <see cref="DseGrpcClientBuilderExtensions.AddDseInterceptor"/>) or <c>channel.Intercept(...)</c>. Calls that arrive before the StateObject connected fail with UNAVAILABLE; a reply
     /// that waits at its barrier longer than <see cref="DseHostingOptions.BarrierTimeout"/> fails with
     /// DEADLINE_EXCEEDED. The host's start fails if no StateObject is registered as <typeparamref name="TStateObject"/>.
     /// </summary>
