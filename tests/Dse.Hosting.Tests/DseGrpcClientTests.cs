@@ -103,6 +103,23 @@ public sealed class DseGrpcClientTests
     }
 
     [Fact]
+    public async Task AddDseInterceptor_CalledBeforeConfigurePrimaryHttpMessageHandler_PreparesTheHandlerTheClientEndsWith()
+    {
+        await using var server = await StartServerAsync();
+        var own = new SocketsHttpHandler();
+        await using var provider = ClientServices(server.Address, client => client
+            .AddDseInterceptor()
+            .ConfigurePrimaryHttpMessageHandler(() => own));
+
+        var reply = await provider.GetRequiredService<Back.BackClient>().AddAsync(new AddRequest { Amount = 5 });
+
+        Assert.Equal(5, reply.Total);
+        var primary = PrimaryOf(provider.GetRequiredService<IHttpMessageHandlerFactory>().CreateHandler(ClientName));
+        Assert.Same(own, primary);
+        Assert.NotNull(primary.ConnectCallback);
+    }
+
+    [Fact]
     public async Task AddDseInterceptor_LeavesAUsersConnectCallbackAndOtherPrimaryHandlersAsTheyAre()
     {
         await using var server = await StartServerAsync();

@@ -2,6 +2,7 @@ using System.Net.Sockets;
 using Dse.Grpc;
 using Dse.Hosting;
 using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Http;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -12,8 +13,8 @@ public static class DseGrpcClientBuilderExtensions
     /// Adds the <see cref="DseClientInterceptor"/> singleton (registered here unless it is already) to the client, so
     /// its calls carry the caller's speculative state and take a dependency on the reply's, and makes the client's
     /// connections safe to open from many calls at once. Use it in place of
-    /// <c>AddInterceptor&lt;DseClientInterceptor&gt;()</c>; call it after any <c>ConfigurePrimaryHttpMessageHandler</c>
-    /// of the same client.
+    /// <c>AddInterceptor&lt;DseClientInterceptor&gt;()</c>. The connection step applies to the primary handler the client
+    /// ends up with, whether <c>ConfigurePrimaryHttpMessageHandler</c> is called before or after this method.
     /// </summary>
     /// <remarks>
     /// <para>The gRPC client factory builds the client's channel on first use, and concurrent first calls may build
@@ -35,7 +36,9 @@ public static class DseGrpcClientBuilderExtensions
     {
         ArgumentNullException.ThrowIfNull(builder);
         builder.Services.TryAddSingleton(DseServiceIdentity.ClientInterceptor);
-        builder.ConfigurePrimaryHttpMessageHandler((handler, _) => UseOwnConnectCallback(handler));
+        // A post-configure step runs after every ConfigurePrimaryHttpMessageHandler of the client, whatever their order.
+        builder.Services.PostConfigure<HttpClientFactoryOptions>(builder.Name, options =>
+            options.HttpMessageHandlerBuilderActions.Add(handlers => UseOwnConnectCallback(handlers.PrimaryHandler)));
         builder.AddInterceptor<DseClientInterceptor>();
         return builder;
     }
