@@ -13,9 +13,10 @@ public static class DseGrpcBuilderExtensions
     /// <typeparamref name="TStateObject"/>: each call runs through a <see cref="DseServerInterceptor"/> (see
     /// docs/grpc.md). Also registers a <see cref="DseClientInterceptor"/> singleton for outgoing calls; add it to gRPC
     /// clients with <c>AddGrpcClient&lt;T&gt;(...).AddDseInterceptor()</c> (see
-    /// <see cref="DseGrpcClientBuilderExtensions.AddDseInterceptor"/>) or <c>channel.Intercept(...)</c>. Calls that arrive before the StateObject connected fail with UNAVAILABLE; a reply
-    /// that waits at its barrier longer than <see cref="DseHostingOptions.BarrierTimeout"/> fails with
-    /// DEADLINE_EXCEEDED. The host's start fails if no StateObject is registered as <typeparamref name="TStateObject"/>.
+    /// <see cref="DseGrpcClientBuilderExtensions.AddDseInterceptor"/>) or <c>channel.Intercept(...)</c>. Calls that arrive
+    /// before the StateObject connected fail with UNAVAILABLE; a reply that waits at its barrier longer than
+    /// <see cref="DseHostingOptions.BarrierTimeout"/> fails with DEADLINE_EXCEEDED. The host's start fails if no
+    /// StateObject is registered as <typeparamref name="TStateObject"/>.
     /// </summary>
     /// <returns>The builder.</returns>
     public static IDseBuilder AddGrpcInterceptors<TStateObject>(this IDseBuilder builder)
