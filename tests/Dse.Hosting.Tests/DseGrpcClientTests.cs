@@ -1,3 +1,4 @@
+using System.Net.Sockets;
 using Dse.Grpc;
 using Dse.Testing;
 using Dse.Testing.Wire;
@@ -60,7 +61,7 @@ public sealed class DseGrpcClientTests
     {
         await using var server = await StartServerAsync();
 
-        var plain = new SocketsHttpHandler { EnableMultipleHttp2Connections = true };
+        using var plain = new SocketsHttpHandler { EnableMultipleHttp2Connections = true };
         plain.ConnectCallback = (_, _) => throw new InvalidOperationException("A channel reads the handler here; nothing connects through this.");
         using var a = GrpcChannel.ForAddress(server.Address, new GrpcChannelOptions { HttpHandler = plain, DisposeHttpClient = false });
         plain.ConnectCallback = null;
@@ -79,7 +80,6 @@ public sealed class DseGrpcClientTests
         using var second = GrpcChannel.ForAddress(server.Address, new GrpcChannelOptions { HttpHandler = prepared, DisposeHttpClient = false });
         Assert.Equal(1, (await new Back.BackClient(first).AddAsync(new AddRequest { Amount = 1 })).Total);
         Assert.Equal(2, (await new Back.BackClient(second).AddAsync(new AddRequest { Amount = 2 })).Total);
-        plain.Dispose();
     }
 
     [Fact]
@@ -130,9 +130,9 @@ public sealed class DseGrpcClientTests
                 ConnectCallback = async (context, cancellationToken) =>
                 {
                     Interlocked.Increment(ref connects);
-                    var socket = new System.Net.Sockets.Socket(System.Net.Sockets.SocketType.Stream, System.Net.Sockets.ProtocolType.Tcp);
+                    var socket = new Socket(SocketType.Stream, ProtocolType.Tcp);
                     await socket.ConnectAsync(context.DnsEndPoint, cancellationToken);
-                    return new System.Net.Sockets.NetworkStream(socket, ownsSocket: true);
+                    return new NetworkStream(socket, ownsSocket: true);
                 },
             })
             .AddDseInterceptor()))
